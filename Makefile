@@ -1,0 +1,59 @@
+# gradbook: two commands on a fresh machine.
+#   make book   build the whole bilingual site into _build/html (executes every chapter)
+#   make test   run every test (builds the book first; the site tests read it)
+# Everything runs inside .venv/, created and filled from requirements/constraints.txt.
+
+SHELL   := /bin/bash
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.gradbook-installed
+PORT    ?= 8000
+
+# TensorFlow 2.21 prints oneDNN/absl notices at import; these two settings keep
+# every kernel quiet (and oneDNN off also makes CPU numerics reproducible).
+export TF_CPP_MIN_LOG_LEVEL  := 2
+export TF_ENABLE_ONEDNN_OPTS := 0
+export PYTHONHASHSEED        := 0
+
+.PHONY: help venv book test serve bench notebooks lock clean
+
+help:
+	@echo "make book       build the site into _build/html (executes every chapter)"
+	@echo "make test       build, then run every test"
+	@echo "make serve      preview the built site on http://localhost:$(PORT)"
+	@echo "make bench      time cold/warm builds and each chapter against the import floor"
+	@echo "make notebooks  regenerate the .ipynb twins of chapters/*/*.md"
+	@echo "make lock       re-pin requirements/constraints.txt from the current .venv"
+	@echo "make clean      remove _build (keeps .venv)"
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[cpu,book,test]"
+	@touch $@
+
+venv: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --builder html -n -W --keep-going
+
+test: book
+	$(BIN)/python -m pytest
+
+serve: book
+	$(BIN)/python -m http.server --directory _build/html $(PORT)
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench.py
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/notebooks.py --write
+
+lock: $(STAMP)
+	@{ sed -n '1,3p' requirements/constraints.txt; \
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -iv '^gradlib'; } > requirements/constraints.txt.new
+	mv requirements/constraints.txt.new requirements/constraints.txt
+
+clean:
+	rm -rf _build

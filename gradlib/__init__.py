@@ -1,0 +1,27 @@
+"""gradlib: small, tested tools for customising gradients in TensorFlow.
+
+The companion library of the gradbook Jupyter Book.  Every public name is
+re-exported here; the topic modules hold the code.
+"""
+
+from . import _compat  # noqa: F401  (checks the TensorFlow version first)
+from .curves import curves
+from .explore import Explorer, explore, plot_curves
+from .graph import register_gradient, run_graph
+from .logs import captured_tf_warnings
+from .tables import markdown_table
+from .tricks import straight_through
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Explorer",
+    "captured_tf_warnings",
+    "curves",
+    "explore",
+    "markdown_table",
+    "plot_curves",
+    "register_gradient",
+    "run_graph",
+    "straight_through",
+]

@@ -1,0 +1,203 @@
+r"""One explorer API: forward and backward curves that follow a control.
+
+``explore(family, x, controls)`` plots :math:`y = f_\theta(x)` next to
+:math:`\partial y/\partial x` (both from TensorFlow, through
+:func:`gradlib.curves`) for the control values :math:`\theta`.
+
+* In a live kernel (JupyterLab, Notebook, Colab) it shows ipywidgets
+  controls; moving one recomputes the curves and redraws.
+* While the book is being built (``GRADBOOK_BUILD=1``, set by the site's
+  Sphinx extension) it shows the figure for the default values only, so the
+  rendered page never carries a widget that needs a kernel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._validate import callable_arg
+from .curves import curves
+
+__all__ = ["explore", "Explorer", "plot_curves"]
+
+
+def _building_book() -> bool:
+    return os.environ.get("GRADBOOK_BUILD") == "1"
+
+
+def plot_curves(fn: Callable, x, *, axes=None, label: Optional[str] = None, **line_kwargs):
+    """Plot the forward curve of ``fn`` and its TensorFlow derivative side by side.
+
+    Returns the two matplotlib axes (created when ``axes`` is None).
+    """
+    import matplotlib.pyplot as plt
+
+    y, dydx = curves(fn, x)
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 3), constrained_layout=True)
+        _style_axes(axes)
+    axes[0].plot(np.asarray(x), y, label=label, **line_kwargs)
+    axes[1].plot(np.asarray(x), dydx, label=label, **line_kwargs)
+    if label is not None:
+        axes[1].legend(loc="best", fontsize="small")
+    return axes
+
+
+def _style_axes(axes) -> None:
+    axes[0].set_title(r"$y = f(x)$")
+    axes[1].set_title(r"$\partial y / \partial x$")
+    for ax in axes:
+        ax.set_xlabel(r"$x$")
+        ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+        ax.axvline(0, color="0.8", lw=0.8, zorder=0)
+
+
+class Explorer:
+    """Forward/backward curves of ``family(**values)`` for one set of control values.
+
+    ``update(**values)`` recomputes and redraws; ``data()`` returns the arrays
+    currently plotted, so tests can check that a control changes the curve.
+    """
+
+    def __init__(self, family: Callable[..., Callable], x, controls: Mapping[str, Sequence],
+                 defaults: Optional[Mapping[str, Any]] = None,
+                 labels: Optional[Mapping[str, str]] = None):
+        callable_arg(family, "family")
+        if not isinstance(controls, Mapping) or not controls:
+            raise ValueError("`controls` must be a non-empty mapping from a parameter name to its options")
+        self.controls: Dict[str, Tuple] = {}
+        for name, options in controls.items():
+            options = tuple(options) if not isinstance(options, (str, bytes)) else ()
+            if not options:
+                raise ValueError(f"control {name!r} needs a non-empty sequence of options")
+            self.controls[name] = options
+        defaults = dict(defaults or {})
+        unknown = set(defaults) - set(self.controls)
+        if unknown:
+            raise ValueError(f"`defaults` names unknown controls: {sorted(unknown)}")
+        for name, value in defaults.items():
+            if value not in self.controls[name]:
+                raise ValueError(f"default {value!r} for control {name!r} is not one of its options {self.controls[name]}")
+        self.values = {name: defaults.get(name, options[0]) for name, options in self.controls.items()}
+        self.labels = {name: (labels or {}).get(name, name) for name in self.controls}
+        self.family = family
+        self.x = np.asarray(x)
+        self._figure = None
+        self._lines = None
+        self._y, self._dydx = self._compute(self.values)
+
+    # -- data -------------------------------------------------------------
+    def _compute(self, values):
+        return curves(self.family(**values), self.x)
+
+    def data(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(x, y, dydx)`` for the current control values."""
+        return self.x, self._y, self._dydx
+
+    def combinations(self):
+        """Every combination of control values, as dicts (for static frames)."""
+        names = list(self.controls)
+        for combo in itertools.product(*(self.controls[n] for n in names)):
+            yield dict(zip(names, combo))
+
+    # -- drawing ----------------------------------------------------------
+    def _title(self) -> str:
+        return ",  ".join(f"{self.labels[n]} = {v}" for n, v in self.values.items())
+
+    @property
+    def figure(self):
+        if self._figure is None:
+            import matplotlib.pyplot as plt
+
+            fig, axes = plt.subplots(1, 2, figsize=(8, 3), constrained_layout=True)
+            _style_axes(axes)
+            forward, = axes[0].plot(self.x, self._y, color="C0")
+            backward, = axes[1].plot(self.x, self._dydx, color="C1")
+            self._figure, self._lines = fig, (forward, backward)
+            fig.suptitle(self._title())
+            plt.close(fig)  # shown explicitly, never twice by the inline backend
+        return self._figure
+
+    def update(self, **values) -> "Explorer":
+        for name, value in values.items():
+            if name not in self.controls:
+                raise ValueError(f"unknown control {name!r}; controls are {list(self.controls)}")
+            if value not in self.controls[name]:
+                raise ValueError(f"{value!r} is not an option of control {name!r}: {self.controls[name]}")
+        self.values.update(values)
+        self._y, self._dydx = self._compute(self.values)
+        if self._figure is not None:
+            forward, backward = self._lines
+            forward.set_ydata(self._y)
+            backward.set_ydata(self._dydx)
+            for ax in self._figure.axes:
+                ax.relim()
+                ax.autoscale_view()
+            self._figure.suptitle(self._title())
+        return self
+
+    # -- display ----------------------------------------------------------
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        if _building_book():
+            display(self.figure)
+            return
+        display(self.widget())
+
+    def widget(self):
+        """The live version: ipywidgets controls above the redrawn figure."""
+        import ipywidgets as widgets
+        from IPython.display import display
+
+        output = widgets.Output()
+
+        def redraw():
+            with output:
+                output.clear_output(wait=True)
+                display(self.figure)
+
+        def control(name, options):
+            if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in options):
+                w = widgets.SelectionSlider(options=list(options), value=self.values[name],
+                                            description=self.labels[name], continuous_update=True)
+            else:
+                w = widgets.ToggleButtons(options=list(options), value=self.values[name],
+                                          description=self.labels[name])
+
+            def on_change(change):
+                self.update(**{name: change["new"]})
+                redraw()
+
+            w.observe(on_change, names="value")
+            return w
+
+        controls = [control(n, o) for n, o in self.controls.items()]
+        redraw()
+        return widgets.VBox([*controls, output])
+
+
+def explore(family: Callable[..., Callable], x, controls: Mapping[str, Sequence], *,
+            defaults: Optional[Mapping[str, Any]] = None,
+            labels: Optional[Mapping[str, str]] = None) -> Explorer:
+    r"""Show :math:`f_\theta(x)` and :math:`\partial f_\theta/\partial x` with controls for :math:`\theta`.
+
+    Args:
+        family: ``family(**values)`` returns the function to plot for those
+            control values, e.g. ``lambda beta: lambda x: tf.nn.softplus(beta * x) / beta``.
+        x: the points on the horizontal axis.
+        controls: parameter name -> sequence of options (numbers give a
+            slider, strings give buttons).
+        defaults: starting values (the first option of each control otherwise).
+        labels: display labels, e.g. ``{"beta": r"$\beta$"}`` (math keeps
+            figures language-neutral).
+
+    Returns:
+        An :class:`Explorer`; as the last expression of a cell it displays
+        itself (widgets live, a static figure while the book is built).
+    """
+    return Explorer(family, x, controls, defaults=defaults, labels=labels)

@@ -1,0 +1,39 @@
+"""Capture TensorFlow's Python warnings so a chapter can show them as data."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Iterator, List
+
+import tensorflow as tf
+
+__all__ = ["captured_tf_warnings"]
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, sink: List[str]):
+        super().__init__(level=logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def captured_tf_warnings() -> Iterator[List[str]]:
+    """Collect the messages TensorFlow logs (``WARNING:tensorflow:...``) in a list.
+
+    Inside the block nothing reaches stderr; the list holds each message, so
+    a notebook can print the warning a reader would otherwise see in red.
+    """
+    messages: List[str] = []
+    logger = tf.get_logger()
+    handler = _ListHandler(messages)
+    saved = logger.propagate, list(logger.handlers)
+    logger.handlers = [handler]
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.propagate, logger.handlers = saved[0], saved[1]

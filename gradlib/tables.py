@@ -1,0 +1,35 @@
+"""Tables that a chapter computes and shows as Markdown."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = ["markdown_table"]
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", r"\|").replace("\n", " ")
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]):
+    """Return an ``IPython.display.Markdown`` table of ``rows`` under ``headers``.
+
+    Every row must have one cell per header; cells are converted with ``str``
+    and ``|`` is escaped, so computed values (reprs, numbers) are safe.
+
+    Raises:
+        ValueError: ``headers`` is empty or a row has the wrong number of cells.
+    """
+    from IPython.display import Markdown
+
+    headers = list(headers)
+    if not headers:
+        raise ValueError("`headers` must name at least one column")
+    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |",
+             "|" + "---|" * len(headers)]
+    for number, row in enumerate(rows):
+        row = list(row)
+        if len(row) != len(headers):
+            raise ValueError(f"row {number} has {len(row)} cells; expected {len(headers)} (one per header)")
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    return Markdown("\n".join(lines))

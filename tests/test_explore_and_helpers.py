@@ -1,0 +1,116 @@
+"""explore, markdown_table, captured_tf_warnings and the TensorFlow version gate."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gradlib
+from gradlib import _compat
+
+
+def smooth_relu(beta):
+    return lambda x: tf.nn.softplus(beta * x) / beta
+
+
+GRID = np.linspace(-3, 3, 61)
+
+
+def test_explorer_data_is_what_curves_computes_and_follows_the_control():
+    explorer = gradlib.explore(smooth_relu, GRID, {"beta": [1, 4]})
+    x, y, dydx = explorer.data()
+    np.testing.assert_array_equal(x, GRID)
+    np.testing.assert_allclose(dydx, 1 / (1 + np.exp(-GRID)), rtol=1e-5)  # sigmoid(x)
+    explorer.update(beta=4)
+    _, y4, dydx4 = explorer.data()
+    np.testing.assert_allclose(dydx4, 1 / (1 + np.exp(-4 * GRID)), rtol=1e-5, atol=1e-7)
+    assert not np.allclose(y, y4)
+
+
+def test_figure_lines_are_redrawn_on_update():
+    explorer = gradlib.explore(smooth_relu, GRID, {"beta": [1, 4]}, defaults={"beta": 1})
+    # the curve is the line with one point per grid value (the others are axis lines)
+    backward = next(line for line in explorer.figure.axes[1].lines if len(line.get_ydata()) == len(GRID))
+    before = np.array(backward.get_ydata())
+    explorer.update(beta=4)
+    np.testing.assert_array_equal(backward.get_ydata(), explorer.data()[2])
+    assert not np.allclose(before, backward.get_ydata())
+    assert "4" in explorer.figure._suptitle.get_text()
+
+
+def test_live_widget_moves_the_curve():
+    explorer = gradlib.explore(smooth_relu, GRID, {"beta": [1, 2, 4]})
+    box = explorer.widget()
+    slider = box.children[0]
+    before = explorer.data()[2].copy()
+    slider.value = 4
+    assert explorer.values["beta"] == 4
+    assert not np.allclose(before, explorer.data()[2])
+
+
+def test_static_display_while_building_the_book(monkeypatch):
+    shown = []
+    monkeypatch.setenv("GRADBOOK_BUILD", "1")
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    explorer = gradlib.explore(smooth_relu, GRID, {"beta": [1, 2]})
+    explorer._ipython_display_()
+    assert shown == [explorer.figure]  # a figure, never a widget
+
+
+@pytest.mark.parametrize(
+    "controls, kwargs, message",
+    [
+        ({}, {}, "controls"),
+        ({"beta": []}, {}, "non-empty"),
+        ({"beta": [1, 2]}, {"defaults": {"beta": 3}}, "not one of its options"),
+        ({"beta": [1, 2]}, {"defaults": {"gamma": 1}}, "unknown controls"),
+    ],
+)
+def test_bad_controls(controls, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gradlib.explore(smooth_relu, GRID, controls, **kwargs)
+
+
+def test_update_rejects_unknown_values():
+    explorer = gradlib.explore(smooth_relu, GRID, {"beta": [1, 2]})
+    with pytest.raises(ValueError, match="not an option"):
+        explorer.update(beta=3)
+    with pytest.raises(ValueError, match="unknown control"):
+        explorer.update(gamma=1)
+
+
+def test_markdown_table_escapes_and_checks_rows():
+    table = gradlib.markdown_table(["a", "b"], [["x|y", None], [1.5, "z"]])
+    assert table.data.splitlines() == ["| a | b |", "|---|---|", r"| x\|y | None |", "| 1.5 | z |"]
+    with pytest.raises(ValueError, match="row 0 has 1 cells; expected 2"):
+        gradlib.markdown_table(["a", "b"], [["only one"]])
+    with pytest.raises(ValueError, match="headers"):
+        gradlib.markdown_table([], [])
+
+
+def test_captured_tf_warnings_collects_and_restores():
+    logger = tf.get_logger()
+    handlers = list(logger.handlers)
+    with gradlib.captured_tf_warnings() as messages:
+        with tf.GradientTape() as tape:
+            tape.watch(tf.constant(1))
+    assert any("must be floating" in m for m in messages)
+    assert logger.handlers == handlers
+
+
+@pytest.mark.parametrize("version", ["2.19.0", "2.20.1", "2.21.0", "2.21.0rc1"])
+def test_supported_versions_pass(version):
+    _compat.check_version(version)
+
+
+@pytest.mark.parametrize("version", ["2.18.1", "2.22.0", "1.15.5", "3.0.0", "nightly"])
+def test_unsupported_versions_name_the_range(version):
+    with pytest.raises(ImportError, match=r"2\.19 to 2\.21"):
+        _compat.check_version(version)
+
+
+def test_public_names_are_exported():
+    for name in gradlib.__all__:
+        assert getattr(gradlib, name) is not None
+    assert os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0"  # conftest keeps TF quiet
