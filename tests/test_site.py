@@ -1,0 +1,164 @@
+"""The built site (_build/html): every page, both languages, quiet outputs, search.
+
+Run ``make book`` first; these tests fail (they do not skip) without a build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from tools.sitecheck import log_noise
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = Path(os.environ.get("GRADBOOK_HTML", ROOT / "_build" / "html"))  # override for a build elsewhere
+CHAPTER = re.compile(r"^chapters/(en|zh)/([^/]+)$")
+FAKE_STDERR = (
+    '<div class="cell_output docutils container">'
+    '<div class="output stderr highlight-myst-ansi notranslate"><div class="highlight">'
+    "<pre>I0000 00:00:1795354791.870488 2031 port.cc:153] oneDNN custom operations are on.</pre>"
+    "</div></div></div>"
+)
+
+
+@pytest.fixture(scope="module")
+def html() -> Path:
+    if not (HTML / "index.html").is_file():
+        pytest.fail(f"{HTML} has no built site: run `make book` first")
+    return HTML
+
+
+def toc_files() -> list[str]:
+    """``root`` and every ``file`` entry of _toc.yml, in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if key in node:
+                    found.append(str(node[key]).removesuffix(".md").removesuffix(".ipynb"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return found
+
+
+def chapters() -> dict[str, list[str]]:
+    """Chapter docnames in the toc, by language."""
+    by_lang = {"en": [], "zh": []}
+    for doc in toc_files():
+        if match := CHAPTER.match(doc):
+            by_lang[match[1]].append(match[2])
+    return by_lang
+
+
+def soup(page: Path) -> BeautifulSoup:
+    assert page.is_file(), f"{page} was not built"
+    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+
+
+def resolve(page: Path, href: str) -> Path:
+    """The file an ``href`` on ``page`` points to (fragment and query dropped)."""
+    path = unquote(urlsplit(href).path)
+    return (page.parent / path).resolve() if path else page.resolve()
+
+
+def test_toc_has_both_languages():
+    by_lang = chapters()
+    assert by_lang["en"] and by_lang["en"] == by_lang["zh"], by_lang
+
+
+@pytest.mark.parametrize("doc", toc_files())
+def test_every_toc_entry_is_built(html, doc):
+    assert (html / f"{doc}.html").is_file(), f"{doc}.html was not built"
+
+
+def test_no_log_noise(html):
+    problems = log_noise(html)
+    assert problems == [], "\n".join(problems)
+
+
+def test_log_noise_is_detected(html, tmp_path):
+    page = html / "chapters" / "en" / f"{chapters()['en'][-1]}.html"
+    text = page.read_text(encoding="utf-8")
+    clean, dirty = tmp_path / "clean", tmp_path / "dirty"
+    clean.mkdir(), dirty.mkdir()
+    shutil.copy(page, clean / page.name)
+    assert log_noise(clean) == []
+    assert "</body>" in text
+    (dirty / page.name).write_text(text.replace("</body>", FAKE_STDERR + "</body>", 1), encoding="utf-8")
+    problems = log_noise(dirty)
+    assert problems and all(p.startswith(page.name + ": ") for p in problems)
+    assert any("oneDNN custom operations" in p for p in problems)
+
+
+@pytest.mark.parametrize("lang, other", [("en", "zh"), ("zh", "en")])
+def test_language_switch_links_to_twin(html, lang, other):
+    for name in chapters()[lang]:
+        page = html / "chapters" / lang / f"{name}.html"
+        links = soup(page).select("p.gradbook-lang-switch a[href]")
+        assert links, f"{page.name} ({lang}) has no language switch"
+        target = resolve(page, links[0]["href"])
+        twin = (html / "chapters" / other / f"{name}.html").resolve()
+        assert target == twin, f"{lang}/{name}: switch points to {target}, not {twin}"
+        assert twin.is_file()
+
+
+@pytest.mark.parametrize("lang, code", [("en", "en"), ("zh", "zh-CN")])
+def test_html_lang_attribute(html, lang, code):
+    for name in chapters()[lang]:
+        root = soup(html / "chapters" / lang / f"{name}.html").html
+        assert root is not None and root.get("lang") == code, f"{lang}/{name}: lang={root and root.get('lang')}"
+
+
+def search_index(html: Path) -> dict:
+    text = (html / "searchindex.js").read_text(encoding="utf-8").strip()
+    match = re.fullmatch(r"Search\.setIndex\((.*)\);?", text, re.S)
+    assert match, "searchindex.js is not Search.setIndex({...})"
+    return json.loads(match[1])
+
+
+@pytest.mark.parametrize(
+    "term, lang", [("梯度", "zh"), ("反向传播", "zh"), ("直通估计器", "zh"), ("gradient", "en")]
+)
+def test_search_index_terms(html, term, lang):
+    index = search_index(html)
+    docnames = index["docnames"]
+    docs = []
+    for table in ("terms", "titleterms"):
+        hits = index.get(table, {}).get(term, [])
+        docs += [docnames[i] for i in ([hits] if isinstance(hits, int) else hits)]
+    assert any(d.startswith(f"chapters/{lang}/") for d in docs), f"{term!r} indexed for {docs}"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_index_links_to_glossary(html, lang):
+    page = html / "chapters" / lang / "index.html"
+    glossary = (html / "chapters" / "glossary.html").resolve()
+    targets = {resolve(page, a["href"]) for a in soup(page).select("a[href]")}
+    assert glossary in targets, f"chapters/{lang}/index.html does not link to glossary.html"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_chapters_have_outputs_and_figures(html, lang):
+    names = [n for n in chapters()[lang] if re.match(r"\d\d_", n)]
+    assert names, f"no numbered chapters in {lang}"
+    for name in names:
+        page = soup(html / "chapters" / lang / f"{name}.html")
+        assert page.select("div.cell_output"), f"{lang}/{name}: no executed output"
+        assert page.select(".cell_output img"), f"{lang}/{name}: no figure in the outputs"

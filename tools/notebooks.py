@@ -1,0 +1,135 @@
+"""Generate and check the Colab ``.ipynb`` twins of the chapter sources.
+
+Every ``chapters/{en,zh}/<name>.md`` (a MyST Markdown notebook) has a
+``<name>.ipynb`` beside it, generated from the ``.md`` by jupytext with all
+outputs stripped.  Generation is deterministic, so ``--check`` can compare
+each twin byte for byte with what ``--write`` would produce:
+
+* the notebook is read with ``jupytext.read`` and written with
+  ``jupytext.writes(nb, fmt="ipynb")``;
+* the ``jupytext`` notebook metadata (text representation, jupytext version,
+  default lexer) is dropped, so upgrading jupytext does not churn the twins;
+* cell ids, random in nbformat >= 4.5, become ``cell-<index>``;
+* code cells get ``outputs: []`` and ``execution_count: null``;
+* the file ends with a newline and is written as UTF-8.
+
+Usage::
+
+    python tools/notebooks.py --write   # (re)generate twins that changed
+    python tools/notebooks.py --check   # exit 1 and list the problems
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import jupytext
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGS = ("en", "zh")
+
+
+def md_sources(root: Path) -> list[Path]:
+    """The chapter sources ``root/chapters/{en,zh}/*.md``, sorted."""
+    root = Path(root)
+    found: list[Path] = []
+    for lang in LANGS:
+        found += sorted((root / "chapters" / lang).glob("*.md"))
+    return found
+
+
+def render_ipynb(md: Path) -> str:
+    """The exact text of the ``.ipynb`` twin generated from ``md``."""
+    nb = jupytext.read(Path(md))
+    nb.metadata.pop("jupytext", None)
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"
+        if cell.cell_type == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return jupytext.writes(nb, fmt="ipynb") + "\n"
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def write_twins(root: Path = ROOT) -> list[Path]:
+    """Write every twin whose content is missing or out of date; return them."""
+    root = Path(root)
+    written = []
+    for md in md_sources(root):
+        twin = md.with_suffix(".ipynb")
+        text = render_ipynb(md).encode("utf-8")
+        if not twin.exists() or twin.read_bytes() != text:
+            twin.write_bytes(text)
+            written.append(twin)
+    return written
+
+
+def _outputs_in(text: str) -> bool:
+    """True when a notebook's JSON text carries outputs or execution counts."""
+    cells = json.loads(text).get("cells", [])
+    return any(
+        cell.get("outputs") or cell.get("execution_count") is not None
+        for cell in cells
+        if cell.get("cell_type") == "code"
+    )
+
+
+def stale_twins(root: Path = ROOT) -> list[str]:
+    """Human-readable problems with the twins; empty when all is well."""
+    root = Path(root)
+    problems = []
+    sources = md_sources(root)
+    for md in sources:
+        twin = md.with_suffix(".ipynb")
+        name = _rel(twin, root)
+        if not twin.exists():
+            problems.append(f"{name} is missing (generate it from {_rel(md, root)})")
+            continue
+        actual = twin.read_bytes()
+        try:
+            if _outputs_in(actual.decode("utf-8")):
+                problems.append(f"{name} carries outputs or execution counts")
+                continue
+        except (UnicodeDecodeError, ValueError):
+            problems.append(f"{name} is not valid UTF-8 JSON")
+            continue
+        if actual != render_ipynb(md).encode("utf-8"):
+            problems.append(f"{name} is stale (differs from what {_rel(md, root)} generates)")
+    expected = {md.with_suffix(".ipynb") for md in sources}
+    for nb in sorted((root / "chapters").rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in nb.parts or nb in expected:
+            continue
+        problems.append(f"{_rel(nb, root)} is an orphan: no chapter source generates it")
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="regenerate twins that changed")
+    mode.add_argument("--check", action="store_true", help="report missing/stale/orphan twins")
+    parser.add_argument("--root", type=Path, default=ROOT, help="book root (default: the repository)")
+    args = parser.parse_args(argv)
+    if args.write:
+        for path in write_twins(args.root):
+            print(f"wrote {_rel(path, Path(args.root))}")
+        return 0
+    problems = stale_twins(args.root)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print("run `make notebooks` (python tools/notebooks.py --write) to regenerate", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
