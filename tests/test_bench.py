@@ -1,0 +1,226 @@
+"""Fast tests for tools/bench.py: no kernels, no TensorFlow, no builds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+BENCH_PATH = Path(__file__).resolve().parents[1] / "tools" / "bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("gradbook_bench", BENCH_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FAKE = dict(
+    floor_samples=[4.0, 5.0, 7.0],  # median 5.0
+    chapters={"chapters/en/01_gradients.md": 12.5, "chapters/zh/01_gradients.md": 10.0},
+    cold=80.0,
+    warm=4.0,
+)
+
+
+def fake_results(bench, *, with_build=True):
+    return bench.assemble_results(
+        FAKE["floor_samples"],
+        FAKE["chapters"],
+        FAKE["cold"] if with_build else None,
+        FAKE["warm"] if with_build else None,
+        python="3.11.0",
+        tensorflow="2.21.0",
+        date="2026-01-01T00:00:00+00:00",
+    )
+
+
+def table_rows(markdown: str) -> dict[str, list[float | None]]:
+    """{row label: [seconds, x floor, x cold]} parsed back from the table."""
+    rows = {}
+    for line in markdown.splitlines():
+        if not line.startswith("| ") or line.startswith("| measurement") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert len(cells) == 4, line
+        values = []
+        for cell in cells[1:]:
+            if cell == "—":
+                values.append(None)
+            else:
+                match = re.fullmatch(r"(\d+\.\d\d)×?", cell)
+                assert match, f"unexpected cell {cell!r} in {line!r}"
+                values.append(float(match.group(1)))
+        rows[cells[0]] = values
+    return rows
+
+
+def find_row(rows, needle):
+    matches = [label for label in rows if needle in label]
+    assert len(matches) == 1, (needle, list(rows))
+    return rows[matches[0]]
+
+
+def test_assemble_results_is_flat_and_numerically_right(bench):
+    results = fake_results(bench)
+    assert results["floor_s"] == 5.0
+    assert results["floor_samples_s"] == [4.0, 5.0, 7.0]
+    assert results["chapters"]["chapters/en/01_gradients.md"] == {"seconds": 12.5, "ratio_to_floor": 2.5}
+    assert results["chapters"]["chapters/zh/01_gradients.md"]["ratio_to_floor"] == pytest.approx(2.0)
+    assert results["cold_build_s"] == 80.0 and results["warm_build_s"] == 4.0
+    assert results["cold_build_ratio_to_floor"] == pytest.approx(16.0)
+    assert results["warm_build_ratio_to_floor"] == pytest.approx(0.8)
+    assert results["warm_build_ratio_to_cold"] == pytest.approx(0.05)
+    for key in ("python", "tensorflow", "date"):
+        assert isinstance(results[key], str)
+    # Flat apart from the chapters map, and JSON-serialisable.
+    assert all(not isinstance(v, dict) for k, v in results.items() if k != "chapters")
+    assert json.loads(json.dumps(results)) == results
+
+
+def test_format_report_numbers(bench):
+    rows = table_rows(bench.format_report(fake_results(bench)))
+    assert len(rows) == 5
+    assert find_row(rows, "floor") == [5.0, 1.0, None]
+    assert find_row(rows, "chapters/en/01_gradients.md") == [12.5, 2.5, None]
+    assert find_row(rows, "chapters/zh/01_gradients.md") == [10.0, 2.0, None]
+    assert find_row(rows, "cold build") == [80.0, 16.0, 1.0]
+    assert find_row(rows, "warm rebuild") == [4.0, 0.8, 0.05]
+
+
+def test_format_report_without_build(bench):
+    results = fake_results(bench, with_build=False)
+    assert results["cold_build_s"] is None and results["warm_build_ratio_to_cold"] is None
+    rows = table_rows(bench.format_report(results))
+    assert len(rows) == 3
+    assert not any("build" in label for label in rows)
+
+
+def test_format_report_recomputes_ratios_from_seconds(bench):
+    # Only the seconds are needed; stale or missing ratios do not leak in.
+    results = {
+        "floor_s": 2.0,
+        "chapters": {"a.md": {"seconds": 3.0, "ratio_to_floor": 99.0}},
+        "cold_build_s": 10.0,
+        "warm_build_s": 1.0,
+    }
+    rows = table_rows(bench.format_report(results))
+    assert find_row(rows, "a.md") == [3.0, 1.5, None]
+    assert find_row(rows, "warm") == [1.0, 0.5, 0.1]
+
+
+def test_markdown_document_contains_table_and_versions(bench):
+    doc = bench.format_markdown_document(fake_results(bench))
+    assert "TensorFlow 2.21.0" in doc and "Python 3.11.0" in doc
+    assert bench.format_report(fake_results(bench)) in doc
+
+
+@pytest.fixture
+def fake_repo(bench, tmp_path, monkeypatch):
+    for rel in [
+        "chapters/en/index.md",
+        "chapters/en/01_gradients.md",
+        "chapters/en/02_custom.md",
+        "chapters/en/notes.txt",
+        "chapters/en/01_gradients.ipynb",
+        "chapters/zh/index.md",
+        "chapters/zh/01_gradients.md",
+        "chapters/glossary.md",
+        "index.md",
+    ]:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# x\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    return tmp_path
+
+
+def rels(bench, paths):
+    return [bench.display_path(p) for p in paths]
+
+
+def test_default_glob_selects_chapters_only(bench, fake_repo):
+    assert rels(bench, bench.select_chapters()) == [
+        "chapters/en/01_gradients.md",
+        "chapters/en/02_custom.md",
+        "chapters/zh/01_gradients.md",
+    ]
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("chapters/en/*.md", ["chapters/en/01_gradients.md", "chapters/en/02_custom.md"]),
+        ("chapters/*/01_*", ["chapters/en/01_gradients.md", "chapters/zh/01_gradients.md"]),
+        ("chapters/zh/*", ["chapters/zh/01_gradients.md"]),
+        ("chapters/**/*.md", ["chapters/en/01_gradients.md", "chapters/en/02_custom.md", "chapters/zh/01_gradients.md"]),
+        ("chapters/*/index.md", []),
+        ("chapters/glossary.md", []),
+        ("chapters/fr/*.md", []),
+    ],
+)
+def test_chapters_glob(bench, fake_repo, pattern, expected):
+    assert rels(bench, bench.select_chapters(pattern)) == expected
+
+
+def test_absolute_glob_outside_repo(bench, fake_repo, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "nb.md").write_text("# x\n", encoding="utf-8")
+    selected = bench.select_chapters(str(elsewhere / "*.md"))
+    assert selected == [(elsewhere / "nb.md").resolve()]
+    assert bench.display_path(selected[0]) == (elsewhere / "nb.md").resolve().as_posix()
+
+
+def test_parse_args(bench):
+    args = bench.parse_args([])
+    assert args.chapters == bench.DEFAULT_CHAPTERS and not args.skip_build
+    args = bench.parse_args(["--skip-build", "--chapters", "chapters/en/*.md"])
+    assert args.skip_build and args.chapters == "chapters/en/*.md"
+
+
+def test_build_command_shape(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "jupyter_book_executable", lambda: Path("/venv/bin/jupyter-book"))
+    cmd = bench.build_command(tmp_path)
+    assert cmd[:3] == ["/venv/bin/jupyter-book", "build", str(bench.REPO)]
+    assert cmd[cmd.index("--path-output") + 1] == str(tmp_path)
+    assert cmd[cmd.index("--builder") + 1] == "html"
+    assert {"-n", "-W", "--keep-going"} <= set(cmd)
+
+
+def test_main_with_fake_measurements(bench, fake_repo, monkeypatch, capsys):
+    timed = []
+    monkeypatch.setattr(bench, "floor_runs", lambda runs=3: [3.0, 2.0, 4.0])
+
+    def fake_chapter(path):
+        timed.append(bench.display_path(path))
+        return 5.0
+
+    monkeypatch.setattr(bench, "chapter_seconds", fake_chapter)
+    monkeypatch.setattr(bench, "build_seconds", lambda *a, **k: pytest.fail("build ran despite --skip-build"))
+    assert bench.main(["--skip-build", "--chapters", "chapters/zh/*.md"]) == 0
+    assert timed == ["chapters/zh/01_gradients.md"]
+    report = json.loads((fake_repo / "bench-report.json").read_text(encoding="utf-8"))
+    assert report["floor_s"] == 3.0
+    assert report["chapters"] == {"chapters/zh/01_gradients.md": {"seconds": 5.0, "ratio_to_floor": 5.0 / 3.0}}
+    assert report["cold_build_s"] is None and report["warm_build_s"] is None
+    out = capsys.readouterr().out
+    assert out == bench.format_report(report)
+    assert out in (fake_repo / "bench-report.md").read_text(encoding="utf-8")
+
+
+def test_main_fails_when_a_chapter_fails(bench, fake_repo, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "floor_runs", lambda runs=3: [1.0, 1.0, 1.0])
+
+    def broken(path):
+        raise bench.BenchError(f"{bench.display_path(path)} failed to execute:\nZeroDivisionError: boom")
+
+    monkeypatch.setattr(bench, "chapter_seconds", broken)
+    assert bench.main(["--skip-build"]) != 0
+    err = capsys.readouterr().err
+    assert "ZeroDivisionError: boom" in err and "chapters/en/01_gradients.md" in err
+    assert not (fake_repo / "bench-report.json").exists()

@@ -1,0 +1,454 @@
+#!/usr/bin/env python
+"""Time the gradbook against its floor: a fresh kernel importing TensorFlow.
+
+Run from the repository root (``make bench`` does this)::
+
+    python tools/bench.py                      # floor + every chapter + cold/warm build
+    python tools/bench.py --skip-build         # floor + chapters only
+    python tools/bench.py --chapters 'chapters/en/*.md'
+
+The machine is shared and noisy, so absolute seconds mean little; every number
+is also reported as a ratio to the *floor* measured in the same run.
+
+What is measured
+----------------
+floor
+    A fresh Jupyter kernel (``python3``, ipykernel, driven by nbclient) runs a
+    one-cell notebook ``import tensorflow as tf``.  Kernel start-up, the import
+    and kernel shutdown are all inside the timing.  Measured ``FLOOR_RUNS``
+    times; the median is the floor.
+chapters
+    Every ``chapters/*/*.md`` MyST notebook except ``index.md`` (and never
+    ``chapters/glossary.md``), read with jupytext and executed the same way as
+    the floor, in a fresh kernel whose cwd is the notebook's folder, with
+    ``GRADBOOK_BUILD=1`` and the inline matplotlib backend, 600 s per cell.
+    A notebook that raises makes the script stop with a non-zero exit code.
+cold build
+    ``jupyter-book build <repo> --path-output <tmp> --builder html -n -W
+    --keep-going`` into a fresh temporary directory (the output lands in
+    ``<tmp>/_build/html``; the execution cache in ``<tmp>/_build/.jupyter_cache``,
+    so the user's own ``_build`` is neither used nor touched).
+warm build
+    The same command again into the same directory, nothing changed.
+
+Output
+------
+A Markdown table on stdout (progress goes to stderr), plus ``bench-report.md``
+and ``bench-report.json`` in the repository root.  The JSON is flat::
+
+    {
+      "floor_s": 5.1,                      # median of the floor runs (s)
+      "floor_samples_s": [5.3, 5.1, 5.0],  # every floor run, in order (s)
+      "chapters": {                        # keyed by path relative to the repo
+        "chapters/en/01_gradients.md": {"seconds": 9.8, "ratio_to_floor": 1.92},
+        ...
+      },
+      "cold_build_s": 60.2,                # null with --skip-build
+      "warm_build_s": 3.1,                 # null with --skip-build
+      "cold_build_ratio_to_floor": 11.8,   # null with --skip-build
+      "warm_build_ratio_to_floor": 0.61,   # null with --skip-build
+      "warm_build_ratio_to_cold": 0.05,    # null with --skip-build
+      "python": "3.11.2",                  # interpreter running the bench/kernels
+      "tensorflow": "2.21.0",              # installed distribution version
+      "date": "2026-01-01T12:00:00+00:00"  # UTC, when the run started
+    }
+
+To add a section (e.g. op timings): write a ``something_seconds(...)``
+function, call it from ``run()``, store flat keys in the results dict and add
+rows in ``format_report()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+DEFAULT_CHAPTERS = "chapters/*/*.md"
+EXCLUDED_NAMES = {"index.md"}
+EXCLUDED_PATHS = {"chapters/glossary.md"}
+FLOOR_SOURCE = "import tensorflow as tf"
+FLOOR_RUNS = 3
+KERNEL_NAME = "python3"
+CELL_TIMEOUT_S = 600
+REPORT_JSON = "bench-report.json"
+REPORT_MD = "bench-report.md"
+
+# What the Makefile exports for every kernel; set here too (without
+# overriding) so running the script by hand measures the same thing and the
+# -W build is not broken by TensorFlow start-up notices on stderr.
+MAKE_ENV = {
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "TF_ENABLE_ONEDNN_OPTS": "0",
+    "PYTHONHASHSEED": "0",
+}
+CHAPTER_ENV = {
+    "GRADBOOK_BUILD": "1",
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+}
+
+
+class BenchError(RuntimeError):
+    """A measurement failed (a notebook raised, the build failed, ...)."""
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Measurements
+# --------------------------------------------------------------------------
+
+
+def kernel_env() -> dict[str, str]:
+    """Environment for every measured kernel (floor and chapters alike)."""
+    env = dict(os.environ)
+    for key, value in MAKE_ENV.items():
+        env.setdefault(key, value)
+    env.update(CHAPTER_ENV)
+    return env
+
+
+def time_notebook(nb, cwd: Path, label: str) -> tuple[float, object]:
+    """Execute ``nb`` in a fresh kernel with cwd ``cwd``; return (seconds, nb).
+
+    The timing covers kernel start, every cell and kernel shutdown.  Any
+    failure (cell error, timeout, dead kernel) becomes a BenchError that
+    carries nbclient's message, which includes the traceback.  The kernel
+    process's own stdout/stderr (start-up notices, not cell output) is kept
+    out of the progress log and only shown when something fails.
+    """
+    from nbclient import NotebookClient
+
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name=KERNEL_NAME,
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as kernel_log:
+        start = time.perf_counter()
+        try:
+            client.execute(env=kernel_env(), stdout=kernel_log, stderr=kernel_log)
+        except Exception as exc:  # CellExecutionError, CellTimeoutError, DeadKernelError, ...
+            kernel_log.seek(0)
+            process_output = kernel_log.read().strip()
+            extra = f"\n--- kernel process output ---\n{process_output}" if process_output else ""
+            raise BenchError(f"{label} failed to execute:\n{exc}{extra}") from exc
+        seconds = time.perf_counter() - start
+    return seconds, nb
+
+
+def floor_notebook():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(FLOOR_SOURCE))
+    nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def floor_runs(runs: int = FLOOR_RUNS) -> list[float]:
+    """Seconds for each of ``runs`` fresh kernels executing ``import tensorflow as tf``."""
+    samples = []
+    for i in range(runs):
+        seconds, _ = time_notebook(floor_notebook(), REPO, "floor notebook")
+        log(f"floor {i + 1}/{runs}: {seconds:.2f} s")
+        samples.append(seconds)
+    return samples
+
+
+def floor_seconds(runs: int = FLOOR_RUNS) -> float:
+    """Median seconds for a fresh kernel to run ``import tensorflow as tf``."""
+    return statistics.median(floor_runs(runs))
+
+
+def read_chapter(md_path: Path):
+    """Read a MyST Markdown notebook with jupytext (format forced to MyST)."""
+    import jupytext
+
+    return jupytext.read(md_path, fmt="md:myst")
+
+
+def stderr_cells(nb) -> int:
+    """How many code cells wrote to stderr (the -W book build rejects these)."""
+    return sum(
+        1
+        for cell in nb.cells
+        if cell.get("cell_type") == "code"
+        and any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", []))
+    )
+
+
+def chapter_seconds(md_path: Path | str) -> float:
+    """Seconds for a fresh kernel (cwd = the notebook's folder) to run one chapter."""
+    md_path = Path(md_path).resolve()
+    nb = read_chapter(md_path)
+    if not any(c.cell_type == "code" for c in nb.cells):
+        log(f"warning: {display_path(md_path)} has no code cells")
+    seconds, nb = time_notebook(nb, md_path.parent, display_path(md_path))
+    noisy = stderr_cells(nb)
+    if noisy:
+        log(f"warning: {display_path(md_path)}: {noisy} cell(s) wrote to stderr (the -W build would fail)")
+    return seconds
+
+
+def jupyter_book_executable() -> Path:
+    """The jupyter-book script installed beside the running interpreter."""
+    # Not resolved: in a venv sys.executable is a symlink into the base Python.
+    bindir = Path(sys.executable).parent
+    for name in ("jupyter-book", "jupyter-book.exe"):
+        candidate = bindir / name
+        if candidate.exists():
+            return candidate
+    raise BenchError(f"jupyter-book not found next to {sys.executable}")
+
+
+def build_command(out_dir: Path | str) -> list[str]:
+    return [
+        str(jupyter_book_executable()), "build", str(REPO),
+        "--path-output", str(out_dir),
+        "--builder", "html", "-n", "-W", "--keep-going",
+    ]  # fmt: skip
+
+
+def build_seconds(out_dir: Path | str, label: str = "build") -> float:
+    """Seconds for one whole ``jupyter-book build`` into ``out_dir``.
+
+    The build's output goes to ``out_dir/<label>.log``; on failure its tail is
+    included in the BenchError.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / f"{label}.log"
+    env = dict(os.environ)
+    for key, value in MAKE_ENV.items():
+        env.setdefault(key, value)
+    with open(log_path, "w", encoding="utf-8") as log_file:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            build_command(out_dir), cwd=REPO, env=env,
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        tail = "".join(log_path.read_text(encoding="utf-8", errors="replace").splitlines(True)[-60:])
+        raise BenchError(f"{label} failed (exit {proc.returncode}); full log: {log_path}\n{tail}")
+    if not (out_dir / "_build" / "html" / "index.html").exists():
+        raise BenchError(f"{label} succeeded but wrote no {out_dir}/_build/html/index.html")
+    return seconds
+
+
+# --------------------------------------------------------------------------
+# Selection, ratios and formatting (pure; covered by tests/test_bench.py)
+# --------------------------------------------------------------------------
+
+
+def display_path(path: Path | str) -> str:
+    """Path relative to the repo (POSIX) if inside it, else absolute."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(REPO.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def select_chapters(pattern: str = DEFAULT_CHAPTERS) -> list[Path]:
+    """Chapter notebooks matching ``pattern`` (relative to the repo root, or
+    absolute), sorted, without ``index.md`` files and the glossary."""
+    base = Path(pattern) if Path(pattern).is_absolute() else REPO / pattern
+    selected = []
+    for name in sorted(glob.glob(str(base), recursive=True)):
+        path = Path(name)
+        if not path.is_file() or path.suffix != ".md":
+            continue
+        if path.name in EXCLUDED_NAMES or display_path(path) in EXCLUDED_PATHS:
+            continue
+        selected.append(path.resolve())
+    return selected
+
+
+def ratio(value: float | None, reference: float | None) -> float | None:
+    if value is None or not reference:
+        return None
+    return value / reference
+
+
+def assemble_results(
+    floor_samples: list[float],
+    chapters: dict[str, float],
+    cold_build_s: float | None = None,
+    warm_build_s: float | None = None,
+    *,
+    python: str | None = None,
+    tensorflow: str | None = None,
+    date: str | None = None,
+) -> dict:
+    """The flat report dict (see the module docstring) from raw seconds."""
+    floor = statistics.median(floor_samples)
+    return {
+        "floor_s": floor,
+        "floor_samples_s": list(floor_samples),
+        "chapters": {
+            name: {"seconds": seconds, "ratio_to_floor": ratio(seconds, floor)} for name, seconds in chapters.items()
+        },
+        "cold_build_s": cold_build_s,
+        "warm_build_s": warm_build_s,
+        "cold_build_ratio_to_floor": ratio(cold_build_s, floor),
+        "warm_build_ratio_to_floor": ratio(warm_build_s, floor),
+        "warm_build_ratio_to_cold": ratio(warm_build_s, cold_build_s),
+        "python": python if python is not None else platform.python_version(),
+        "tensorflow": tensorflow if tensorflow is not None else tensorflow_version(),
+        "date": date if date is not None else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _num(value: float | None, suffix: str = "") -> str:
+    return "—" if value is None else f"{value:.2f}{suffix}"
+
+
+def format_report(results: dict) -> str:
+    """Markdown table: one row per measurement, seconds and ratios (2 decimals).
+
+    Ratios are recomputed from the seconds so the table is consistent even if
+    the caller only filled in ``floor_s``, ``chapters[*]["seconds"]`` and the
+    build times.
+    """
+    floor = results["floor_s"]
+    cold = results.get("cold_build_s")
+    warm = results.get("warm_build_s")
+    samples = results.get("floor_samples_s") or []
+    floor_label = f"floor: fresh kernel + `{FLOOR_SOURCE}`"
+    if samples:
+        floor_label += f" (median of {len(samples)})"
+    rows = [(floor_label, floor, 1.0 if floor else None, None)]
+    for name, entry in results.get("chapters", {}).items():
+        rows.append((f"chapter `{name}`", entry["seconds"], ratio(entry["seconds"], floor), None))
+    if cold is not None:
+        rows.append(("cold build (`jupyter-book build`, empty output dir)", cold, ratio(cold, floor), 1.0))
+    if warm is not None:
+        rows.append(("warm rebuild (same output dir, nothing changed)", warm, ratio(warm, floor), ratio(warm, cold)))
+    lines = [
+        "| measurement | seconds | × floor | × cold build |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, seconds, to_floor, to_cold in rows:
+        lines.append(f"| {label} | {_num(seconds)} | {_num(to_floor, '×')} | {_num(to_cold, '×')} |")
+    return "\n".join(lines) + "\n"
+
+
+def format_markdown_document(results: dict) -> str:
+    """bench-report.md: a title, the environment line, the table."""
+    samples = ", ".join(f"{s:.2f}" for s in results.get("floor_samples_s") or [])
+    lines = [
+        "# gradbook benchmark",
+        "",
+        f"{results['date']} · Python {results['python']} · TensorFlow {results['tensorflow']}"
+        + (f" · floor runs: {samples} s" if samples else ""),
+        "",
+        "Ratios are to the floor measured in the same run (the machine is shared and noisy).",
+        "",
+        format_report(results),
+    ]
+    return "\n".join(lines)
+
+
+def tensorflow_version() -> str | None:
+    """Version of the installed TensorFlow distribution (without importing it)."""
+    for dist in ("tensorflow-cpu", "tensorflow", "tf-nightly-cpu", "tf-nightly"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+# --------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="tools/bench.py",
+        description="Time the floor (fresh kernel importing TensorFlow), each chapter and cold/warm builds.",
+    )
+    parser.add_argument("--skip-build", action="store_true", help="only the floor and the chapters")
+    parser.add_argument(
+        "--chapters",
+        metavar="GLOB",
+        default=DEFAULT_CHAPTERS,
+        help=f"chapter notebooks to time, relative to the repo root (default: {DEFAULT_CHAPTERS}; "
+        "index.md and the glossary are always skipped)",
+    )
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict:
+    for key, value in MAKE_ENV.items():
+        os.environ.setdefault(key, value)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+    chapters = select_chapters(args.chapters)
+    if not chapters:
+        log(f"warning: no chapter matches {args.chapters!r}")
+
+    log(f"floor: {FLOOR_RUNS} fresh kernels running `{FLOOR_SOURCE}`")
+    samples = floor_runs(FLOOR_RUNS)
+    log(f"floor median: {statistics.median(samples):.2f} s")
+
+    chapter_times: dict[str, float] = {}
+    for i, path in enumerate(chapters, 1):
+        name = display_path(path)
+        log(f"chapter {i}/{len(chapters)}: {name} ...")
+        chapter_times[name] = chapter_seconds(path)
+        log(f"chapter {name}: {chapter_times[name]:.2f} s")
+
+    cold = warm = None
+    if not args.skip_build:
+        out_dir = Path(tempfile.mkdtemp(prefix="gradbook-bench-"))
+        log(f"cold build into {out_dir} ...")
+        cold = build_seconds(out_dir, "cold-build")  # on failure the dir is kept for its log
+        log(f"cold build: {cold:.2f} s")
+        log("warm rebuild (same directory) ...")
+        warm = build_seconds(out_dir, "warm-build")
+        log(f"warm rebuild: {warm:.2f} s")
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+    return assemble_results(samples, chapter_times, cold, warm, date=started)
+
+
+def write_reports(results: dict) -> None:
+    (REPO / REPORT_JSON).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (REPO / REPORT_MD).write_text(format_markdown_document(results), encoding="utf-8")
+    log(f"wrote {REPORT_JSON} and {REPORT_MD}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        results = run(args)
+    except BenchError as exc:
+        log(f"FAILED: {exc}")
+        return 1
+    write_reports(results)
+    print(format_report(results), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
