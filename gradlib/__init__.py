@@ -5,6 +5,7 @@ re-exported here; the topic modules hold the code.
 """
 
 from . import _compat  # noqa: F401  (checks the TensorFlow version first)
+from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
 from .curves import curves
 from .explore import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
@@ -16,7 +17,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Explorer",
+    "GradientCheck",
+    "GradientError",
     "captured_tf_warnings",
+    "check_gradient",
     "curves",
     "explore",
     "markdown_table",
@@ -24,4 +28,5 @@ __all__ = [
     "register_gradient",
     "run_graph",
     "straight_through",
+    "strict_custom_gradient",
 ]

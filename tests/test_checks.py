@@ -1,0 +1,236 @@
+"""check_gradient and strict_custom_gradient."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gradlib
+from gradlib import GradientError
+
+X = np.array([-1.5, -1.0, 0.0, 0.5, 2.0])
+
+
+# -- check_gradient --------------------------------------------------------
+
+@pytest.mark.parametrize("fn", [tf.sin, lambda v: v ** 3 - v, tf.nn.softplus, tf.tanh])
+def test_correct_gradients_pass(fn):
+    result = gradlib.check_gradient(fn, X)
+    assert result.ok and bool(result)
+    assert result.max_abs_error < 1e-7
+    assert repr(result).startswith("<gradient OK")
+
+
+def test_vector_output_compares_the_full_jacobian():
+    matrix = np.array([[1.0, 2.0], [0.0, -3.0], [4.0, 0.5]])
+    result = gradlib.check_gradient(lambda v: tf.linalg.matvec(tf.constant(matrix), tf.sin(v)), [0.3, -0.7])
+    assert result.ok
+    np.testing.assert_allclose(result.autodiff, matrix * np.cos([0.3, -0.7]), rtol=1e-12)
+    assert result.autodiff.shape == (3, 2)
+
+
+def _wrong_sin():
+    @tf.custom_gradient
+    def wrong_sin(x):
+        return tf.sin(x), lambda dy: dy * tf.sin(x)  # should be cos
+    return wrong_sin
+
+
+def test_a_wrong_custom_gradient_fails_and_the_verdict_says_where():
+    result = gradlib.check_gradient(_wrong_sin(), X)
+    assert not result.ok
+    i = result.worst[-1]
+    assert result.worst == (i, i)  # a diagonal entry of the Jacobian
+    np.testing.assert_allclose(result.numeric.diagonal(), np.cos(X), atol=1e-8)
+    np.testing.assert_allclose(result.autodiff.diagonal(), np.sin(X))
+    text = repr(result)
+    assert text.startswith("<gradient WRONG") and f"[{i}, {i}]" in text
+    assert f"{np.sin(X[i]):.6g}" in text and f"{np.cos(X[i]):.4g}"[:5] in text
+
+
+def test_straight_through_estimator_is_not_the_true_gradient():
+    result = gradlib.check_gradient(gradlib.straight_through(tf.round), [0.3, 1.2])
+    assert not result.ok and result.max_abs_error == pytest.approx(1.0)
+
+
+def test_none_is_taken_as_zero_and_reported():
+    result = gradlib.check_gradient(tf.round, [0.3, 1.2])  # flat away from the ties
+    assert result.ok and result.autodiff_was_none
+    failing = gradlib.check_gradient(lambda v: tf.stop_gradient(v) * 2.0, [1.0])
+    assert not failing.ok and "None" in repr(failing)
+
+
+def test_a_kink_fails_by_design():
+    assert not gradlib.check_gradient(tf.nn.relu, [0.0]).ok  # FD gives 1/2, TF gives 0
+    assert gradlib.check_gradient(tf.nn.relu, [-1.0, 1.0]).ok
+
+
+def test_tolerances_are_honoured():
+    @tf.custom_gradient
+    def slightly_off(x):
+        return x * x, lambda dy: dy * (2 * x + 1e-2)
+    # |error| = 1e-2 > atol + rtol * |2| = 2.01e-3 with the default tolerances
+    assert not gradlib.check_gradient(slightly_off, [1.0]).ok
+    assert gradlib.check_gradient(slightly_off, [1.0], atol=2e-2).ok
+
+
+@pytest.mark.parametrize(
+    "fn, x, kwargs, error, message",
+    [
+        (tf.sin, ["a"], {}, TypeError, "real numbers"),
+        (None, [1.0], {}, TypeError, "fn"),
+        (tf.sin, [1.0], {"atol": -1}, ValueError, "atol"),
+        (tf.sin, [1.0], {"delta": 0}, ValueError, "delta"),
+        (lambda v: v * tf.constant(2.0), [1.0], {}, TypeError, "float64"),
+    ],
+)
+def test_bad_input(fn, x, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        gradlib.check_gradient(fn, x, **kwargs)
+
+
+# -- strict_custom_gradient ------------------------------------------------
+
+def make(decorator, backward):
+    @decorator
+    def double(x):
+        return 2.0 * x, lambda dy: backward(dy, x)
+    return double
+
+
+MALFORMED = {
+    "scalar instead of [3]": (lambda dy, x: tf.reduce_sum(dy), "wrong shape"),
+    "shape [2] instead of [3]": (lambda dy, x: dy[:2], "wrong shape"),
+    "python float": (lambda dy, x: 1.5, "must be a tensor or None; got a float"),
+    "python int": (lambda dy, x: 0, "must be a tensor or None; got a int"),
+    "numpy array": (lambda dy, x: np.ones(3, np.float32), "must be a tensor or None; got a ndarray"),
+    "float64 for float32": (lambda dy, x: tf.cast(dy, tf.float64), "wrong dtype"),
+    "two gradients for one input": (lambda dy, x: (2.0 * dy, dy), "2 gradients for 1 inputs"),
+}
+INPUT = np.array([1.0, -2.0, 3.0], np.float32)
+
+
+def eager(f):
+    x = tf.constant(INPUT)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)
+
+
+def tape_in_function(f):
+    @tf.function
+    def run(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        return tape.gradient(y, x)
+    return run(tf.constant(INPUT))
+
+
+def gradients_in_function(f):
+    return tf.function(lambda x: tf.gradients(f(x), x)[0])(tf.constant(INPUT))
+
+
+def gradients_in_tf1_graph(f):
+    def build():
+        x = tf.constant(INPUT)
+        return tf.gradients(f(x), x)[0]
+    return gradlib.run_graph(build)
+
+
+MODES = [eager, tape_in_function, gradients_in_function, gradients_in_tf1_graph]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("case", list(MALFORMED), ids=str)
+def test_malformed_returns_raise_gradient_error_in_every_mode(case, mode):
+    backward, message = MALFORMED[case]
+    with pytest.raises(GradientError, match=message) as info:
+        mode(make(gradlib.strict_custom_gradient, backward))
+    assert "input `x`" in str(info.value) or "inputs (x)" in str(info.value)
+
+
+@pytest.mark.parametrize("mode", [eager, tape_in_function], ids=lambda m: m.__name__)
+def test_plain_custom_gradient_silently_accepts_a_wrong_shape(mode):
+    # Why strict_custom_gradient exists: TensorFlow takes the scalar as the gradient.
+    grad = mode(make(tf.custom_gradient, lambda dy, x: tf.reduce_sum(dy)))
+    assert grad.shape == ()
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.__name__)
+def test_correct_gradients_pass_unchanged(mode):
+    strict = mode(make(gradlib.strict_custom_gradient, lambda dy, x: 2.0 * dy))
+    plain = mode(make(tf.custom_gradient, lambda dy, x: 2.0 * dy))
+    np.testing.assert_array_equal(np.asarray(strict), np.asarray(plain))
+    np.testing.assert_array_equal(np.asarray(strict), [2.0, 2.0, 2.0])
+
+
+def test_several_inputs_with_none_for_a_non_differentiable_one():
+    @gradlib.strict_custom_gradient
+    def scaled(x, k):
+        return x * tf.cast(k, x.dtype), lambda dy: (dy * tf.cast(k, dy.dtype), None)
+
+    x = tf.constant(INPUT)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = scaled(x, tf.constant(3))
+    np.testing.assert_array_equal(tape.gradient(y, x), [3.0, 3.0, 3.0])
+
+    @gradlib.strict_custom_gradient
+    def forgot_one(x, k):
+        return x * k, lambda dy: dy * k
+
+    with pytest.raises(GradientError, match=r"one gradient per input \(2 inputs: x, k\)"):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = forgot_one(x, tf.constant(2.0))
+        tape.gradient(y, x)
+
+    @gradlib.strict_custom_gradient
+    def bad_second(x, k):
+        return x * k, lambda dy: (dy * k, tf.zeros([2]))
+
+    with pytest.raises(GradientError, match=r"input `k` \(argument 1\).*expected shape \[\]"):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = bad_second(x, tf.constant(2.0))
+        tape.gradient(y, x)
+
+
+def test_variables_are_checked_too():
+    w = tf.Variable([1.0, 2.0, 3.0])
+
+    def layer(variable_grad):
+        @gradlib.strict_custom_gradient
+        def scale(x):
+            def grad_fn(dy, variables=None):
+                return dy * w, [variable_grad(dy, x)]
+            return x * w, grad_fn
+        return scale
+
+    x = tf.constant(INPUT)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(lambda dy, x: dy * x)(x)
+    gx, gw = tape.gradient(y, [x, w])
+    np.testing.assert_array_equal(gx, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(gw, INPUT)
+
+    with pytest.raises(GradientError, match=r"variable `Variable:0`.*wrong shape"):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(lambda dy, x: tf.reduce_sum(dy * x))(x)
+        tape.gradient(y, [x, w])
+
+
+def test_missing_variables_keyword_keeps_tensorflows_type_error():
+    w = tf.Variable(2.0)
+
+    @gradlib.strict_custom_gradient
+    def scale(x):
+        return x * w, lambda dy: dy * w
+
+    with pytest.raises(TypeError, match="variables"):
+        with tf.GradientTape() as tape:
+            y = scale(tf.constant(1.0))
+        tape.gradient(y, w)
