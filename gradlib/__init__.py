@@ -6,6 +6,7 @@ re-exported here; the topic modules hold the code.
 
 from . import _compat  # noqa: F401  (checks the TensorFlow version first)
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
+from . import exercises
 from .curves import curves
 from .explore import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
@@ -22,6 +23,7 @@ __all__ = [
     "captured_tf_warnings",
     "check_gradient",
     "curves",
+    "exercises",
     "explore",
     "markdown_table",
     "plot_curves",

@@ -1,0 +1,32 @@
+"""Automatic checks for the book's exercises.
+
+Usage in a chapter (the language argument is the only difference between the
+English and the Chinese notebook)::
+
+    gradlib.exercises.check("ch01-ex2", second_derivative, lang="en")
+
+Each check calls the reader's answer on kink points and random inputs,
+compares with a reference and returns a :class:`Feedback` whose message says
+what is wrong and where.  Reference solutions are not in this package: they
+live, hidden, in the chapters.
+"""
+
+from ._core import CHECKS, Feedback, run_check
+from . import ch01  # noqa: F401  (registers its checks)
+
+__all__ = ["Feedback", "check", "exercise_ids"]
+
+
+def check(exercise_id: str, answer, *, lang: str = "en") -> Feedback:
+    """Check the reader's ``answer`` to exercise ``exercise_id`` (e.g. ``"ch01-ex2"``).
+
+    Returns a :class:`Feedback` (truthy when correct) with a message in
+    ``lang`` ("en" or "zh").  Never raises because of the answer; raises
+    ValueError for an unknown exercise id or language.
+    """
+    return run_check(exercise_id, answer, lang=lang)
+
+
+def exercise_ids():
+    """Every exercise id that has an automatic check, sorted."""
+    return sorted(CHECKS)
