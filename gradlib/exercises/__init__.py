@@ -11,8 +11,16 @@ what is wrong and where.  Reference solutions are not in this package: they
 live, hidden, in the chapters.
 """
 
+import importlib
+import pkgutil
+import re
+
 from ._core import CHECKS, Feedback, run_check
-from . import ch01  # noqa: F401  (registers its checks)
+
+# Each chapter's checks live in a module chNN.py that registers them on import.
+for _module in pkgutil.iter_modules(__path__):
+    if re.fullmatch(r"ch\d\d", _module.name):
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["Feedback", "check", "exercise_ids"]
 
