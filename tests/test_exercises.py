@@ -12,7 +12,7 @@ import tensorflow as tf
 from gradlib import exercises
 
 
-def second_derivative(f, x):  # the reference solution of ch01-ex2
+def nested_tapes(f, x, unconnected=tf.UnconnectedGradients.ZERO):
     x = tf.convert_to_tensor(x, tf.float32)
     with tf.GradientTape() as outer:
         outer.watch(x)
@@ -20,7 +20,15 @@ def second_derivative(f, x):  # the reference solution of ch01-ex2
             inner.watch(x)
             y = f(x)
         dy = inner.gradient(y, x)
-    return outer.gradient(dy, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    return outer.gradient(dy, x, unconnected_gradients=unconnected)
+
+
+def second_derivative(f, x):  # the reference solution of ch01-ex2
+    return nested_tapes(f, x)
+
+
+def second_derivative_without_zero(f, x):  # a typical wrong answer: None for linear f
+    return nested_tapes(f, x, unconnected=tf.UnconnectedGradients.NONE)
 
 
 def first_derivative(f, x):  # a typical wrong answer: one tape only
@@ -29,17 +37,6 @@ def first_derivative(f, x):  # a typical wrong answer: one tape only
         tape.watch(x)
         y = f(x)
     return tape.gradient(y, x)
-
-
-def second_derivative_without_zero(f, x):  # a typical wrong answer: None for linear f
-    x = tf.convert_to_tensor(x, tf.float32)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        dy = inner.gradient(y, x)
-    return outer.gradient(dy, x)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
