@@ -6,11 +6,13 @@ re-exported here; the topic modules hold the code.
 
 from . import _compat  # noqa: F401  (checks the TensorFlow version first)
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
-from . import exercises
+from . import data, exercises
 from .curves import curves
 from .explore import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
 from .logs import captured_tf_warnings
+from .reversal import GradientReversal, gradient_reversal
+from .ste import SIGN_SURROGATES, dorefa_quantize, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
 from .tables import markdown_table
 from .tricks import straight_through
 
@@ -18,17 +20,26 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Explorer",
+    "GradientReversal",
+    "SIGN_SURROGATES",
     "GradientCheck",
     "GradientError",
     "captured_tf_warnings",
     "check_gradient",
     "curves",
+    "data",
+    "dorefa_quantize",
     "exercises",
     "explore",
+    "gradient_reversal",
     "markdown_table",
     "plot_curves",
     "register_gradient",
     "run_graph",
+    "sign_with_surrogate",
+    "ste_round",
+    "ste_sign",
     "straight_through",
     "strict_custom_gradient",
+    "xnor_binarize",
 ]

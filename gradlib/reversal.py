@@ -1,0 +1,69 @@
+r"""The gradient reversal layer of domain-adversarial training (DANN)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from ._validate import float_tensor
+
+__all__ = ["GradientReversal", "gradient_reversal"]
+
+
+@tf.custom_gradient
+def _reverse(x, lam):
+    return tf.identity(x), lambda dy: (-lam * dy, None)
+
+
+def gradient_reversal(x, lam=1.0):
+    r"""Identity going forward; multiply the gradient by :math:`-\lambda` going backward.
+
+    Forward: :math:`y = x`.
+
+    Backward: :math:`\partial L/\partial x := -\lambda\, \partial L/\partial y`.
+
+    ``lam`` may be a Python number, a tensor or a ``tf.Variable``: with a
+    variable, a schedule that assigns new values changes :math:`\lambda`
+    inside a ``tf.function`` without retracing it (a new Python number would
+    retrace).  ``lam`` itself receives no gradient.
+
+    Reference: Y. Ganin, E. Ustinova, H. Ajakan, P. Germain, H. Larochelle,
+    F. Laviolette, M. Marchand, V. Lempitsky, *Domain-Adversarial Training of
+    Neural Networks*, JMLR 17(59):1–35, 2016, §4.2 and eq. (13).
+
+    Raises:
+        TypeError: ``x`` is not floating, or ``lam`` is not a real number/tensor.
+    """
+    x = float_tensor(x, "x")
+    if isinstance(lam, bool):
+        raise TypeError("`lam` must be a real number or a floating tensor; got a bool")
+    try:
+        lam_t = tf.convert_to_tensor(lam)  # reads a Variable outside the custom op
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`lam` must be a real number or a floating tensor; got {type(lam).__name__}: {err}") from None
+    if not (lam_t.dtype.is_floating or lam_t.dtype.is_integer):
+        raise TypeError(f"`lam` must be a real number or a floating tensor; got dtype {lam_t.dtype.name}")
+    lam_t = tf.cast(lam_t, x.dtype)
+    if lam_t.shape.rank not in (None, 0):
+        raise ValueError(f"`lam` must be a scalar; got shape {lam_t.shape.as_list()}")
+    return _reverse(x, lam_t)
+
+
+class GradientReversal(tf.keras.layers.Layer):
+    r"""Keras layer for :func:`gradient_reversal`.
+
+    :math:`\lambda` is a non-trainable scalar weight (``layer.lam``); a
+    schedule sets it with ``layer.lam.assign(value)``, which a compiled
+    ``train_step`` sees without retracing.
+    """
+
+    def __init__(self, lam: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        self._initial_lam = float(lam)
+        self.lam = self.add_weight(name="lam", shape=(), trainable=False,
+                                   initializer=tf.keras.initializers.Constant(self._initial_lam))
+
+    def call(self, inputs):
+        return gradient_reversal(inputs, tf.convert_to_tensor(self.lam))
+
+    def get_config(self):
+        return {**super().get_config(), "lam": self._initial_lam}

@@ -1,0 +1,194 @@
+r"""Straight-through estimators: quantizers with a surrogate gradient.
+
+Each quantizer is one small function; they share one private helper that
+attaches a backward formula to a forward value with ``tf.custom_gradient``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Callable, Dict, Optional
+
+import tensorflow as tf
+
+from ._validate import float_tensor
+
+__all__ = [
+    "SIGN_SURROGATES",
+    "dorefa_quantize",
+    "sign_with_surrogate",
+    "ste_round",
+    "ste_sign",
+    "xnor_binarize",
+]
+
+
+def _positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ValueError(f"`{name}` must be a positive number; got {value!r}")
+    return float(value)
+
+
+def _with_derivative(x: tf.Tensor, forward: Callable[[tf.Tensor], tf.Tensor],
+                     derivative: Callable[[tf.Tensor], tf.Tensor]) -> tf.Tensor:
+    """``forward(x)`` going forward; ``dy * derivative(x)`` going backward."""
+
+    @tf.custom_gradient
+    def op(inp):
+        return forward(inp), lambda dy: dy * tf.cast(derivative(inp), dy.dtype)
+
+    return op(x)
+
+
+def _sign_pm1(x: tf.Tensor) -> tf.Tensor:
+    """Sign with two values: +1 for x >= 0, -1 otherwise."""
+    return tf.where(x >= 0, tf.ones_like(x), -tf.ones_like(x))
+
+
+def _identity_derivative(x):
+    return tf.ones_like(x)
+
+
+def ste_round(x):
+    r"""Round to the nearest integer going forward; pass the gradient straight through.
+
+    Forward: :math:`y = \operatorname{round}(x)` (ties to even, as ``tf.round``).
+
+    Backward: :math:`\partial y / \partial x := 1`.
+
+    Reference: Y. Bengio, N. Léonard, A. Courville, *Estimating or Propagating
+    Gradients Through Stochastic Neurons for Conditional Computation*,
+    arXiv:1308.3432, 2013.
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor.
+    """
+    x = float_tensor(x, "x")
+    return _with_derivative(x, tf.round, _identity_derivative)
+
+
+def ste_sign(x, clip: Optional[float] = None):
+    r"""Binarize to :math:`\{-1, +1\}` with a straight-through (optionally clipped) gradient.
+
+    Forward:
+
+    .. math:: y = \begin{cases} +1 & x \ge 0 \\ -1 & x < 0 \end{cases}
+
+    Note ``sign(0) = +1``: ``tf.sign(0) = 0`` would give a binary network a
+    third value, and exactly-zero inputs are common (zero init, ReLU outputs).
+
+    Backward:
+
+    .. math:: \frac{\partial y}{\partial x} :=
+              \begin{cases} 1 & \text{clip is None} \\
+                            \mathbb{1}\{|x| \le \text{clip}\} & \text{otherwise (BinaryNet)} \end{cases}
+
+    Reference: M. Courbariaux, I. Hubara, D. Soudry, R. El-Yaniv, Y. Bengio,
+    *Binarized Neural Networks*, arXiv:1602.02830, 2016 (the clipped
+    straight-through estimator, "hard tanh").
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor.
+        ValueError: ``clip`` is not a positive number.
+    """
+    x = float_tensor(x, "x")
+    if clip is None:
+        return _with_derivative(x, _sign_pm1, _identity_derivative)
+    limit = _positive(clip, "clip")
+    return _with_derivative(x, _sign_pm1, lambda v: tf.cast(tf.abs(v) <= limit, v.dtype))
+
+
+def xnor_binarize(x):
+    r"""XNOR-Net weight binarization: sign times the mean absolute value, identity gradient.
+
+    Forward: :math:`y = \operatorname{sign}(x)\, E` with
+    :math:`E = \frac{1}{n}\sum_i |x_i|` over all elements, and
+    :math:`\operatorname{sign}(0) = +1`.
+
+    Backward: :math:`\partial L/\partial x := \partial L/\partial y`
+    (straight through; :math:`E` is treated as a constant, not differentiated).
+
+    Reference: M. Rastegari, V. Ordonez, J. Redmon, A. Farhadi, *XNOR-Net:
+    ImageNet Classification Using Binary Convolutional Neural Networks*,
+    ECCV 2016, arXiv:1603.05279.
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor.
+    """
+    x = float_tensor(x, "x")
+    return _with_derivative(x, lambda v: _sign_pm1(v) * tf.reduce_mean(tf.abs(v)), _identity_derivative)
+
+
+def dorefa_quantize(x, bits: int):
+    r"""DoReFa-Net k-bit quantization of values in :math:`[0, 1]`.
+
+    Forward, with :math:`n = 2^{k} - 1` levels above zero:
+
+    .. math:: y = \frac{\operatorname{round}(n \cdot \operatorname{clip}(x, 0, 1))}{n}
+
+    Backward: :math:`\partial y/\partial x := \mathbb{1}\{0 \le x \le 1\}`
+    (straight through inside the range, zero where the clip is active).
+
+    Reference: S. Zhou, Y. Wu, Z. Ni, X. Zhou, H. Wen, Y. Zou, *DoReFa-Net:
+    Training Low Bitwidth Convolutional Neural Networks with Low Bitwidth
+    Gradients*, arXiv:1606.06160, 2016.
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor.
+        ValueError: ``bits`` is not a positive integer.
+    """
+    x = float_tensor(x, "x")
+    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or bits < 1:
+        raise ValueError(f"`bits` must be a positive integer; got {bits!r}")
+    levels = float(2 ** int(bits) - 1)
+    return _with_derivative(x, lambda v: tf.round(tf.clip_by_value(v, 0.0, 1.0) * levels) / levels,
+                            lambda v: tf.cast((v >= 0) & (v <= 1), v.dtype))
+
+
+# -- surrogate gradients for sign --------------------------------------------
+
+def _approx_sign(x, **_):
+    return tf.where(tf.abs(x) <= 1, 2 - 2 * tf.abs(x), tf.zeros_like(x))
+
+
+def _swish_sign(x, beta=5.0, **_):
+    bx = beta * x
+    return beta * (2 - bx * tf.tanh(bx / 2)) / (1 + tf.cosh(bx))
+
+
+SIGN_SURROGATES: Dict[str, Callable] = {
+    # name: derivative used in the backward pass of sign
+    "identity": lambda x, **_: tf.ones_like(x),
+    "clipped": lambda x, clip=1.0, **_: tf.cast(tf.abs(x) <= clip, x.dtype),
+    "approx_sign": _approx_sign,
+    "swish_sign": _swish_sign,
+    "tanh": lambda x, **_: 1 - tf.tanh(x) ** 2,
+}
+
+
+def sign_with_surrogate(x, surrogate: str = "identity", *, clip: float = 1.0, beta: float = 5.0):
+    r"""Sign in :math:`\{-1, +1\}` going forward, one of several surrogate derivatives going back.
+
+    Backward :math:`\partial y/\partial x :=`
+
+    * ``"identity"``: :math:`1` (plain straight-through estimator);
+    * ``"clipped"``: :math:`\mathbb{1}\{|x| \le \text{clip}\}` (BinaryNet);
+    * ``"approx_sign"``: :math:`\max(0,\, 2 - 2|x|)`, the derivative of a
+      piecewise quadratic (Bi-Real Net: Z. Liu et al., ECCV 2018, arXiv:1808.00278);
+    * ``"swish_sign"``: :math:`\frac{\beta\,(2 - \beta x \tanh(\beta x/2))}{1 + \cosh(\beta x)}`,
+      the derivative of :math:`2\sigma(\beta x)(1 + \beta x(1 - \sigma(\beta x))) - 1`
+      (BNN+: S. Darabi et al., arXiv:1812.11800, 2018);
+    * ``"tanh"``: :math:`1 - \tanh^2(x)`.
+
+    Reference: larq's quantizers (``larq.quantizers``) collect the same family.
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor.
+        ValueError: unknown ``surrogate``, or ``clip``/``beta`` not positive.
+    """
+    x = float_tensor(x, "x")
+    if surrogate not in SIGN_SURROGATES:
+        raise ValueError(f"`surrogate` must be one of {sorted(SIGN_SURROGATES)}; got {surrogate!r}")
+    params = {"clip": _positive(clip, "clip"), "beta": _positive(beta, "beta")}
+    derivative = SIGN_SURROGATES[surrogate]
+    return _with_derivative(x, _sign_pm1, lambda v: derivative(v, **params))

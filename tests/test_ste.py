@@ -1,0 +1,136 @@
+"""Straight-through estimators against NumPy forward and reference gradients.
+
+Inputs always contain 0, the clip points ±clip and the DoReFa range ends 0, 1.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gradlib
+
+CLIP = 0.75
+X = np.array([-2.0, -1.0, -CLIP, -0.5, -0.25, 0.0, 0.25, 0.5, CLIP, 1.0, 1.3, 2.0], np.float32)
+UPSTREAM = np.linspace(0.5, 2.0, X.size).astype(np.float32)  # non-uniform dy catches a dropped dy
+
+
+def value_and_grad(op, x=X, upstream=UPSTREAM):
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = op(xt)
+    return y.numpy(), tape.gradient(y, xt, output_gradients=tf.constant(upstream)).numpy()
+
+
+def np_sign(x):
+    return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
+
+
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+REFERENCES = {
+    "ste_round": (gradlib.ste_round, np.round, lambda x: np.ones_like(x)),
+    "ste_sign": (gradlib.ste_sign, np_sign, lambda x: np.ones_like(x)),
+    "ste_sign_clip": (lambda x: gradlib.ste_sign(x, clip=CLIP), np_sign,
+                      lambda x: (np.abs(x) <= CLIP).astype(np.float32)),
+    "xnor_binarize": (gradlib.xnor_binarize, lambda x: np_sign(x) * np.mean(np.abs(x)), lambda x: np.ones_like(x)),
+    "dorefa_2bit": (lambda x: gradlib.dorefa_quantize(x, 2), lambda x: np.round(np.clip(x, 0, 1) * 3) / 3,
+                    lambda x: ((x >= 0) & (x <= 1)).astype(np.float32)),
+    "dorefa_1bit": (lambda x: gradlib.dorefa_quantize(x, 1), lambda x: np.round(np.clip(x, 0, 1)),
+                    lambda x: ((x >= 0) & (x <= 1)).astype(np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_forward_and_gradient_match_numpy(name):
+    op, forward, derivative = REFERENCES[name]
+    y, g = value_and_grad(op)
+    np.testing.assert_allclose(y, forward(X), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g, UPSTREAM * derivative(X), rtol=1e-6)
+
+
+def test_sign_of_zero_is_plus_one_unlike_tf_sign():
+    assert gradlib.ste_sign(tf.constant([0.0])).numpy()[0] == 1.0
+    assert tf.sign(tf.constant([0.0])).numpy()[0] == 0.0  # the trap
+    assert set(np.unique(gradlib.ste_sign(tf.constant(X)).numpy())) == {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("name", ["ste_round", "ste_sign_clip", "dorefa_2bit"])
+def test_same_gradient_in_tf_function_and_with_tf_gradients(name):
+    op, _, derivative = REFERENCES[name]
+    graph = tf.function(lambda x: tf.gradients(op(x), x)[0])(tf.constant(X)).numpy()
+    np.testing.assert_allclose(graph, derivative(X))
+
+    def build():
+        x = tf.constant(X)
+        return tf.gradients(op(x), x)[0]
+
+    np.testing.assert_allclose(gradlib.run_graph(build), derivative(X))
+
+
+def test_variables_are_accepted_and_trained():
+    w = tf.Variable(X)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(gradlib.ste_sign(w, clip=CLIP) * UPSTREAM)
+    np.testing.assert_allclose(tape.gradient(loss, w).numpy(), UPSTREAM * (np.abs(X) <= CLIP))
+
+
+SURROGATE_DERIVATIVES = {
+    "identity": lambda x: np.ones_like(x),
+    "clipped": lambda x: (np.abs(x) <= CLIP).astype(np.float32),
+    "approx_sign": lambda x: np.maximum(0, 2 - 2 * np.abs(x)),
+    "swish_sign": lambda x: 3 * (2 - 3 * x * np.tanh(1.5 * x)) / (1 + np.cosh(3 * x)),
+    "tanh": lambda x: 1 - np.tanh(x) ** 2,
+}
+
+
+@pytest.mark.parametrize("surrogate", list(gradlib.SIGN_SURROGATES))
+def test_sign_surrogates(surrogate):
+    y, g = value_and_grad(lambda x: gradlib.sign_with_surrogate(x, surrogate, clip=CLIP, beta=3.0))
+    np.testing.assert_array_equal(y, np_sign(X))
+    np.testing.assert_allclose(g, UPSTREAM * SURROGATE_DERIVATIVES[surrogate](X), rtol=1e-5, atol=1e-6)
+
+
+def test_swish_sign_derivative_is_the_derivative_of_its_smooth_function():
+    beta = 3.0
+    smooth = lambda v: 2 * tf.sigmoid(beta * v) * (1 + beta * v * (1 - tf.sigmoid(beta * v))) - 1  # noqa: E731
+    x = tf.constant(X.astype(np.float64))
+    theoretical, numerical = tf.test.compute_gradient(smooth, [x])
+    expected = SURROGATE_DERIVATIVES["swish_sign"](X.astype(np.float64))
+    np.testing.assert_allclose(np.diag(theoretical[0]), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.diag(numerical[0]), expected, atol=1e-4)  # FD step 1e-3
+    # and the smooth function is sigmoid-shaped: -1 .. +1
+    assert np.allclose(smooth(tf.constant([-50.0, 50.0])).numpy(), [-1, 1])
+    assert sigmoid(0) == 0.5
+
+
+def test_grad_pass_through_is_tensorflows_own_shortcut():
+    y, g = value_and_grad(tf.grad_pass_through(tf.round))
+    np.testing.assert_array_equal(y, np.round(X))
+    np.testing.assert_array_equal(g, UPSTREAM)
+
+
+@pytest.mark.parametrize(
+    "call, error, name",
+    [
+        (lambda: gradlib.ste_round(tf.constant([1, 2])), TypeError, "floating"),
+        (lambda: gradlib.ste_sign(tf.constant([1, 2])), TypeError, "floating"),
+        (lambda: gradlib.xnor_binarize(np.array([1, 2])), TypeError, "floating"),
+        (lambda: gradlib.dorefa_quantize(tf.constant([1], tf.int64), 2), TypeError, "floating"),
+        (lambda: gradlib.ste_sign(X, clip=0), ValueError, "clip"),
+        (lambda: gradlib.ste_sign(X, clip=-1.0), ValueError, "clip"),
+        (lambda: gradlib.ste_sign(X, clip="1"), ValueError, "clip"),
+        (lambda: gradlib.dorefa_quantize(X, 0), ValueError, "bits"),
+        (lambda: gradlib.dorefa_quantize(X, -2), ValueError, "bits"),
+        (lambda: gradlib.dorefa_quantize(X, 2.5), ValueError, "bits"),
+        (lambda: gradlib.dorefa_quantize(X, True), ValueError, "bits"),
+        (lambda: gradlib.dorefa_quantize(X, "4"), ValueError, "bits"),
+        (lambda: gradlib.sign_with_surrogate(X, "nope"), ValueError, "surrogate"),
+        (lambda: gradlib.sign_with_surrogate(X, "swish_sign", beta=0), ValueError, "beta"),
+    ],
+)
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
