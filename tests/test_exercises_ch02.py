@@ -1,0 +1,298 @@
+"""Chapter 2's exercise checks: ch02-ex1 (clipped STE), ch02-ex2 (scaled gradient), ch02-ex4 (TD loss).
+
+Each check must accept the reference solution (and reasonable variants),
+reject the typical wrong answers with a specific message in both languages,
+and turn hostile answers into feedback, never an exception.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gradlib import exercises
+from gradlib.exercises import ch02
+
+
+# -- reference solutions (as in the chapter) and variants -------------------------
+
+def clipped_identity_ste(x):
+    t = tf.clip_by_value(x, -1.0, 1.0)
+    return t + tf.stop_gradient(tf.sign(x) - t)
+
+
+def clipped_identity_ste_min_max(x):  # hard tanh written with minimum/maximum
+    t = tf.minimum(tf.maximum(x, -1.0), 1.0)
+    return t + tf.stop_gradient(tf.sign(x) - t)
+
+
+def clipped_identity_ste_mask(x):  # the mask form: x where |x| <= 1, a stopped x elsewhere
+    t = tf.where(tf.abs(x) <= 1, x, tf.stop_gradient(x))
+    return t + tf.stop_gradient(tf.sign(x) - t)
+
+
+@tf.custom_gradient
+def clipped_identity_ste_custom(x):  # not the chapter's tool, but a correct op
+    return tf.sign(x), lambda dy: dy * tf.cast(tf.abs(x) <= 1, dy.dtype)
+
+
+def scaled_gradient(x, s):
+    return s * x + tf.stop_gradient((1 - s) * x)
+
+
+def td_loss(w, phi, phi_next, reward, gamma):
+    v = tf.linalg.matvec(phi, w)
+    target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (v - target) ** 2)
+
+
+# -- ch02-ex1 ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", [clipped_identity_ste, clipped_identity_ste_min_max,
+                                    clipped_identity_ste_mask, clipped_identity_ste_custom])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ex1_correct_answers_pass(answer, lang):
+    feedback = exercises.check("ch02-ex1", answer, lang=lang)
+    assert feedback.passed, feedback.message
+    assert ("[-1, 1]" in feedback.message)
+
+
+def test_ex1_plain_ste_is_rejected_outside_the_clip():
+    feedback = exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x))
+    assert not feedback.passed
+    assert feedback.message == ("at x = 1.5: your gradient is 1; expected 0. "
+                                "Because |x| > 1, the gradient must be blocked (0).")
+    zh = exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x), lang="zh")
+    assert zh.message.startswith("在 x = 1.5 处，") and "|x| > 1" in zh.message
+
+
+def test_ex1_sign_alone_gets_the_zero_gradient_hint():
+    feedback = exercises.check("ch02-ex1", tf.sign)
+    assert not feedback.passed
+    assert "0 everywhere" in feedback.message and "tf.stop_gradient" in feedback.message
+    assert "处处为 0" in exercises.check("ch02-ex1", tf.sign, lang="zh").message
+
+
+def test_ex1_tanh_surrogate_is_rejected_inside():
+    feedback = exercises.check("ch02-ex1", lambda x: tf.tanh(x) + tf.stop_gradient(tf.sign(x) - tf.tanh(x)))
+    assert not feedback.passed
+    assert feedback.message.startswith("at x = 0.5: your gradient is 0.786")
+    assert "|x| ≤ 1" in feedback.message
+
+
+def test_ex1_strict_boundary_is_rejected_at_one():
+    def strict(x):
+        t = tf.where(tf.abs(x) < 1, x, tf.stop_gradient(x))
+        return t + tf.stop_gradient(tf.sign(x) - t)
+
+    feedback = exercises.check("ch02-ex1", strict)
+    assert not feedback.passed
+    assert feedback.message.startswith("at x = 1: your gradient is 0; expected 1.")
+    assert "boundary included" in feedback.message
+
+
+def test_ex1_wrong_forward_is_reported_first():
+    feedback = exercises.check("ch02-ex1", lambda x: tf.clip_by_value(x, -1.0, 1.0))
+    assert not feedback.passed
+    assert feedback.message == ("at x = 0.5: your value is 0.5; expected 1. "
+                                "The forward pass must be tf.sign(x) (0 at x = 0).")
+
+
+def test_ex1_sign_that_is_one_at_zero_is_rejected():
+    def plus_minus_one(x):
+        return x + tf.stop_gradient(tf.where(x >= 0, 1.0, -1.0) - x)
+
+    feedback = exercises.check("ch02-ex1", plus_minus_one)
+    assert not feedback.passed and feedback.message.startswith("at x = 0: your value is 1; expected 0.")
+
+
+def test_ex1_answer_that_only_handles_vectors_is_rejected():
+    def vector_only(x):
+        t = tf.clip_by_value(tf.reshape(x, [-1]), -1.0, 1.0)
+        return t + tf.stop_gradient(tf.sign(tf.reshape(x, [-1])) - t)
+
+    feedback = exercises.check("ch02-ex1", vector_only)
+    assert not feedback.passed and "shape [30]; expected [5, 6]" in feedback.message
+
+
+def test_ex1_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
+    @tf.custom_gradient
+    def ignores_dy(x):
+        return tf.sign(x), lambda dy: tf.cast(tf.abs(x) <= 1, dy.dtype)
+
+    feedback = exercises.check("ch02-ex1", ignores_dy)
+    assert not feedback.passed
+    assert "upstream gradient of 2.5" in feedback.message and "expected 2.5" in feedback.message
+    assert "上游梯度为 2.5" in exercises.check("ch02-ex1", ignores_dy, lang="zh").message
+
+
+# -- ch02-ex2 ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ex2_reference_passes(lang):
+    feedback = exercises.check("ch02-ex2", scaled_gradient, lang=lang)
+    assert feedback.passed, feedback.message
+    assert "{0.5, -1, 0, 3}" in feedback.message
+
+
+def test_ex2_variant_with_a_tensor_scale_passes():
+    feedback = exercises.check("ch02-ex2", lambda x, s: x * s + tf.stop_gradient(x - x * s))
+    assert feedback.passed, feedback.message
+
+
+def test_ex2_plain_scaling_changes_the_forward_value():
+    feedback = exercises.check("ch02-ex2", lambda x, s: s * x)
+    assert not feedback.passed
+    assert feedback.message == ("with s = 0.5, at x = 1.5: your value is 0.75; expected 1.5. "
+                                "The forward pass must return x unchanged, whatever s is.")
+    assert exercises.check("ch02-ex2", lambda x, s: s * x, lang="zh").message.startswith("当 s = 0.5 时，在 x = 1.5 处，")
+
+
+def test_ex2_swapped_roles_are_rejected():
+    # forward s*x, gradient 1: the stop_gradient on the wrong term
+    feedback = exercises.check("ch02-ex2", lambda x, s: x + tf.stop_gradient(s * x - x))
+    assert not feedback.passed and "your value is 0.75; expected 1.5" in feedback.message
+
+
+def test_ex2_identity_gradient_is_rejected_with_the_reason():
+    feedback = exercises.check("ch02-ex2", lambda x, s: tf.identity(x))
+    assert not feedback.passed
+    assert feedback.message == ("with s = 0.5, at x = 0: your gradient is 1; expected 0.5. "
+                                "The gradient must be s times the upstream gradient, which is 1 here.")
+
+
+def test_ex2_none_for_s_zero_is_reported():
+    def special_case(x, s):
+        if s == 0:
+            return tf.stop_gradient(x)
+        return scaled_gradient(x, s)
+
+    feedback = exercises.check("ch02-ex2", special_case)
+    assert not feedback.passed
+    assert feedback.message.startswith("with s = 0, the gradient is None")
+
+
+def test_ex2_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
+    def ignores_dy(x, s):
+        @tf.custom_gradient
+        def op(v):
+            return tf.identity(v), lambda dy: s * tf.ones_like(dy)
+        return op(x)
+
+    feedback = exercises.check("ch02-ex2", ignores_dy)
+    assert not feedback.passed
+    assert "upstream gradient of 4" in feedback.message and "expected 2" in feedback.message
+
+
+# -- ch02-ex4 ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ex4_reference_passes(lang):
+    feedback = exercises.check("ch02-ex4", td_loss, lang=lang)
+    assert feedback.passed, feedback.message
+
+
+def test_ex4_stopping_the_whole_target_passes():
+    def whole_target(w, phi, phi_next, reward, gamma):
+        target = tf.stop_gradient(reward + gamma * tf.linalg.matvec(phi_next, w))
+        return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+    assert exercises.check("ch02-ex4", whole_target).passed
+
+
+def test_ex4_unstopped_target_is_named():
+    def full_gradient(w, phi, phi_next, reward, gamma):
+        target = reward + gamma * tf.linalg.matvec(phi_next, w)
+        return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+    feedback = exercises.check("ch02-ex4", full_gradient)
+    assert not feedback.passed
+    assert feedback.message.startswith("case 1 (gamma = 0.9): your gradient [")
+    assert "also flows through the target" in feedback.message
+    assert "还流经了目标值" in exercises.check("ch02-ex4", full_gradient, lang="zh").message
+
+
+def test_ex4_stopping_the_prediction_is_named():
+    def reversed_stop(w, phi, phi_next, reward, gamma):
+        v = tf.stop_gradient(tf.linalg.matvec(phi, w))
+        return tf.reduce_mean(0.5 * (v - (reward + gamma * tf.linalg.matvec(phi_next, w))) ** 2)
+
+    feedback = exercises.check("ch02-ex4", reversed_stop)
+    assert not feedback.passed and "stopped the prediction v(s) instead of the target" in feedback.message
+
+
+def test_ex4_stopping_everything_gives_none():
+    feedback = exercises.check("ch02-ex4", lambda w, p, pn, r, g: tf.stop_gradient(td_loss(w, p, pn, r, g)))
+    assert not feedback.passed and "None" in feedback.message and "stop only the target" in feedback.message
+
+
+def test_ex4_sum_instead_of_mean_is_a_value_mismatch():
+    def summed(w, phi, phi_next, reward, gamma):
+        return td_loss(w, phi, phi_next, reward, gamma) * tf.cast(tf.shape(reward)[0], tf.float32)
+
+    feedback = exercises.check("ch02-ex4", summed)
+    assert not feedback.passed
+    assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is") and "batch mean" in feedback.message
+
+
+def test_ex4_per_example_losses_have_the_wrong_shape():
+    def unreduced(w, phi, phi_next, reward, gamma):
+        target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+        return 0.5 * (tf.linalg.matvec(phi, w) - target) ** 2
+
+    feedback = exercises.check("ch02-ex4", unreduced)
+    assert not feedback.passed and "shape [5]; expected []" in feedback.message
+
+
+def test_ex4_numpy_detour_is_reported():
+    def through_numpy(w, phi, phi_next, reward, gamma):
+        return tf.constant(td_loss(w, phi, phi_next, reward, gamma).numpy())
+
+    feedback = exercises.check("ch02-ex4", through_numpy)
+    assert not feedback.passed and "None" in feedback.message
+
+
+def test_td_reference_is_independent_of_tensorflow():
+    # The closed-form semi-gradient agrees with a tape on the reference solution.
+    case = ch02.TD_CASES[0]
+    w = tf.Variable(case["w"])
+    with tf.GradientTape() as tape:
+        loss = td_loss(w, case["phi"], case["phi_next"], case["reward"], case["gamma"])
+    value, semi, full, _ = ch02.td_reference(case["w"], case["phi"], case["phi_next"], case["reward"], case["gamma"])
+    np.testing.assert_allclose(loss.numpy(), value, rtol=1e-5)
+    np.testing.assert_allclose(tape.gradient(loss, w).numpy(), semi, rtol=1e-4, atol=1e-6)
+    assert not np.allclose(semi, full)
+
+
+# -- hostile answers, for every check ------------------------------------------------
+
+HOSTILE = [
+    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
+    (lambda *a: None, "returned None"),
+    (lambda *a: tf.fill(tf.shape(a[0]), float("nan")), "NaN"),
+    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected"),
+    (lambda *a: "sign", "not a numeric tensor"),
+    (lambda *a: tf.ones(tf.shape(a[0]), tf.int32), "dtype int32"),
+    (lambda: 1.0, "raised TypeError"),
+    (42, "must be a function"),
+]
+
+
+@pytest.mark.parametrize("exercise_id", ["ch02-ex1", "ch02-ex2", "ch02-ex4"])
+@pytest.mark.parametrize("answer, fragment", HOSTILE)
+def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragment):
+    if exercise_id == "ch02-ex4" and fragment == "NaN":
+        answer = lambda *a: tf.constant(float("nan"))  # noqa: E731 (a scalar NaN loss)
+    feedback = exercises.check(exercise_id, answer)
+    assert not feedback.passed
+    assert fragment in feedback.message, feedback.message
+    zh = exercises.check(exercise_id, answer, lang="zh")
+    assert not zh.passed and zh.message != feedback.message
+
+
+def test_ids_are_registered():
+    assert {"ch02-ex1", "ch02-ex2", "ch02-ex4"} <= set(exercises.exercise_ids())
+
+
+def test_every_message_has_both_languages():
+    for key, texts in ch02.MESSAGES.items():
+        assert set(texts) == {"en", "zh"}, key
