@@ -126,13 +126,22 @@ def check_gradient(fn: Callable, x, *, atol: float = 1e-5, rtol: float = 1e-3,
         return tf.cast(out, tf.float64)
 
     xt = tf.constant(point)
-    with tf.GradientTape() as tape:
+    with tf.GradientTape(persistent=True) as tape:
         tape.watch(xt)
         y = evaluate(xt)
-    jac = tape.jacobian(y, xt, unconnected_gradients=tf.UnconnectedGradients.NONE)
-    autodiff_was_none = jac is None
+    # One vector-Jacobian product per output element (a one-hot upstream
+    # gradient), instead of tape.jacobian: its pfor path traces tf.functions
+    # and, called repeatedly, makes TensorFlow log retracing warnings.
     y_shape = tuple(y.shape)
-    autodiff = np.zeros(y_shape + point.shape) if jac is None else jac.numpy()
+    rows, autodiff_was_none = [], False
+    for i in range(int(np.prod(y_shape, dtype=np.int64))):
+        onehot = np.zeros(int(np.prod(y_shape, dtype=np.int64)))
+        onehot[i] = 1.0
+        row = tape.gradient(y, xt, output_gradients=tf.constant(onehot.reshape(y_shape)))
+        autodiff_was_none |= row is None
+        rows.append(np.zeros(point.shape) if row is None else tf.convert_to_tensor(row).numpy())
+    del tape
+    autodiff = np.stack(rows).reshape(y_shape + point.shape) if rows else np.zeros(y_shape + point.shape)
 
     numeric = np.zeros(y_shape + point.shape)
     flat = point.reshape(-1)
@@ -241,7 +250,8 @@ def strict_custom_gradient(f: Callable) -> Callable:
     :class:`GradientError` naming the input, the expected and the actual
     shape/dtype, in eager mode, under a tape inside ``tf.function`` and with
     ``tf.gradients`` alike, where plain ``tf.custom_gradient`` silently
-    accepts several of them under ``GradientTape``.
+    accepts several of them under ``GradientTape``.  Tensors passed by keyword
+    are refused too: ``tf.custom_gradient`` would silently ignore them.
 
     Reference: ``tf.custom_gradient`` (TensorFlow API documentation).
     """
@@ -249,6 +259,13 @@ def strict_custom_gradient(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
+        tensors_by_keyword = [k for k, v in kwargs.items()
+                              if isinstance(v, (tf.Tensor, tf.Variable, np.ndarray))]
+        if tensors_by_keyword:
+            raise GradientError(
+                f"pass tensor arguments positionally, not as {', '.join(tensors_by_keyword)}=...: "
+                "tf.custom_gradient differentiates positional arguments only and would silently "
+                "fall back to ordinary autodiff")
         names = _parameter_names(f, len(args))
 
         def inner(*tensors):

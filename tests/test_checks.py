@@ -234,3 +234,21 @@ def test_missing_variables_keyword_keeps_tensorflows_type_error():
         with tf.GradientTape() as tape:
             y = scale(tf.constant(1.0))
         tape.gradient(y, w)
+
+
+def test_repeated_checks_log_nothing():
+    # tape.jacobian's pfor path used to make TensorFlow warn about retracing.
+    with gradlib.captured_tf_warnings() as messages:
+        for _ in range(8):
+            assert gradlib.check_gradient(tf.sin, X).ok
+    assert messages == []
+
+
+def test_tensors_passed_by_keyword_are_refused():
+    @gradlib.strict_custom_gradient
+    def scale(x, k=2.0):
+        return x * k, lambda dy: (dy * k, None)
+
+    with pytest.raises(GradientError, match="positionally.*k="):
+        scale(tf.constant(1.0), k=tf.constant(3.0))
+    assert float(scale(tf.constant(1.0), k=4.0)) == 4.0  # plain Python keyword arguments are fine
