@@ -11,6 +11,7 @@ from .curves import curves
 from .explore import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
 from .logs import captured_tf_warnings
+from .progress import progress
 from .reversal import GradientReversal, gradient_reversal
 from .ste import SIGN_SURROGATES, dorefa_quantize, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
 from .tables import markdown_table
@@ -35,6 +36,7 @@ __all__ = [
     "gradient_reversal",
     "markdown_table",
     "plot_curves",
+    "progress",
     "register_gradient",
     "run_graph",
     "sign_with_surrogate",
