@@ -202,7 +202,8 @@ def test_main_with_fake_measurements(bench, fake_repo, monkeypatch, capsys):
 
     monkeypatch.setattr(bench, "chapter_seconds", fake_chapter)
     monkeypatch.setattr(bench, "build_seconds", lambda *a, **k: pytest.fail("build ran despite --skip-build"))
-    assert bench.main(["--skip-build", "--chapters", "chapters/zh/*.md"]) == 0
+    monkeypatch.setattr(bench.bench_ops, "op_timings", lambda: pytest.fail("ops ran despite --skip-ops"))
+    assert bench.main(["--skip-build", "--skip-ops", "--chapters", "chapters/zh/*.md"]) == 0
     assert timed == ["chapters/zh/01_gradients.md"]
     report = json.loads((fake_repo / "bench-report.json").read_text(encoding="utf-8"))
     assert report["floor_s"] == 3.0
@@ -224,3 +225,23 @@ def test_main_fails_when_a_chapter_fails(bench, fake_repo, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "ZeroDivisionError: boom" in err and "chapters/en/01_gradients.md" in err
     assert not (fake_repo / "bench-report.json").exists()
+
+
+def test_op_table_reports_ratios_to_identity():
+    from tools import bench_ops
+
+    text = bench_ops.format_ops({"ops": {"identity": {"seconds": 0.002, "ratio_to_identity": 1.0},
+                                         "ste_round": {"seconds": 0.003, "ratio_to_identity": 1.5}},
+                                 "experiments": {"dann": 1.25}})
+    assert "| ste_round | 3.00 | 1.50× |" in text and "| `dann` | 1.25 |" in text
+    assert bench_ops.format_ops({}) == ""
+
+
+def test_op_timings_measure_every_op_against_identity():
+    from tools import bench_ops
+
+    timings = bench_ops.op_timings(n=1000, rounds=2)
+    first = next(iter(timings.values()))
+    assert first["ratio_to_identity"] == 1.0
+    assert {"ste_round", "gradient_reversal(lam=1)", "round, stop_gradient trick (straight_through)"} <= set(timings)
+    assert all(entry["seconds"] > 0 for entry in timings.values())

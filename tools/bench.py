@@ -75,6 +75,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_ops  # noqa: E402  (tools/ is not a package on sys.path when run as a script)
+
 REPO = Path(__file__).resolve().parents[1]
 
 DEFAULT_CHAPTERS = "chapters/*/*.md"
@@ -348,7 +351,7 @@ def format_report(results: dict) -> str:
     ]
     for label, seconds, to_floor, to_cold in rows:
         lines.append(f"| {label} | {_num(seconds)} | {_num(to_floor, '×')} | {_num(to_cold, '×')} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + bench_ops.format_ops(results)
 
 
 def format_markdown_document(results: dict) -> str:
@@ -388,6 +391,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Time the floor (fresh kernel importing TensorFlow), each chapter and cold/warm builds.",
     )
     parser.add_argument("--skip-build", action="store_true", help="only the floor and the chapters")
+    parser.add_argument("--skip-ops", action="store_true", help="skip the op and experiment timings")
     parser.add_argument(
         "--chapters",
         metavar="GLOB",
@@ -429,7 +433,13 @@ def run(args: argparse.Namespace) -> dict:
         log(f"warm rebuild: {warm:.2f} s")
         shutil.rmtree(out_dir, ignore_errors=True)
 
-    return assemble_results(samples, chapter_times, cold, warm, date=started)
+    results = assemble_results(samples, chapter_times, cold, warm, date=started)
+    if not getattr(args, "skip_ops", False):
+        log("op timings (forward + backward, 10^6 elements) ...")
+        results["ops"] = bench_ops.op_timings()
+        log("experiment timings ...")
+        results["experiments"] = bench_ops.experiment_timings()
+    return results
 
 
 def write_reports(results: dict) -> None:
