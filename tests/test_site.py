@@ -162,3 +162,19 @@ def test_chapters_have_outputs_and_figures(html, lang):
         page = soup(html / "chapters" / lang / f"{name}.html")
         assert page.select("div.cell_output"), f"{lang}/{name}: no executed output"
         assert page.select(".cell_output img"), f"{lang}/{name}: no figure in the outputs"
+
+
+@pytest.mark.parametrize("lang, word", [("en", "Exercise"), ("zh", "练习")])
+def test_exercises_are_numbered_per_chapter_in_the_page_language(html, lang, word):
+    for name in chapters()[lang]:
+        match = re.match(r"(\d\d)_", name)
+        if not match:
+            continue
+        page = soup(html / "chapters" / lang / f"{name}.html")
+        titles = [t.get_text().strip() for t in page.select("div.exercise p.admonition-title span.caption-number")]
+        chapter = int(match[1])
+        assert titles == [f"{word} {chapter}.{k}" for k in range(1, len(titles) + 1)], (name, titles)
+        ids = [div["id"] for div in page.select("div.exercise")]
+        assert ids == [f"{lang}-ch{match[1]}-ex{k}" for k in range(1, len(ids) + 1)], ids
+        for solution in page.select("div.solution p.admonition-title"):
+            assert solution.get_text().strip().startswith("解答：" if lang == "zh" else "Solution to"), solution

@@ -7,6 +7,9 @@
   under its title (a ``doc`` reference, so a missing twin is a warning and
   ``-W`` fails the build).
 * Chinese pages are served with ``lang="zh-CN"``.
+* Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
+  for ``ch03-ex1``; "练习 3.1" on Chinese pages), not by sphinx-exercise's
+  book-wide counter.
 * The search index learns the book's Chinese terms: the Chinese terms of the
   glossary become a jieba user dictionary, so 反向传播 and 直通估计器 are
   indexed as words and not only as their pieces.
@@ -14,6 +17,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -89,13 +93,39 @@ def _language_switch(app, doctree):
     section.insert(section.index(title) + 1 if title is not None else 0, para)
 
 
+EXERCISE_WORD = {"en": "Exercise", "zh": "练习"}
+SOLUTION_WORD = {"en": "Solution to", "zh": "解答："}
+EXERCISE_TITLE = re.compile(
+    r'<div class="exercise admonition" id="(?:en|zh)-ch(\d\d)-ex(\d+)">\s*'
+    r'<p class="admonition-title"><span class="caption-number">Exercise (\d+) </span>')
+
+
+def localize_exercises(body: str, lang: str) -> str:
+    """Renumber a page's exercises per chapter and translate their titles."""
+    local = {int(g): f"{int(ch)}.{int(n)}" for ch, n, g in EXERCISE_TITLE.findall(body)}
+    word = EXERCISE_WORD[lang]
+
+    def renumber(match):
+        number = int(match[2])
+        return f"{word} {local[number]}" if number in local else match[0]
+
+    body = re.sub(r"(Exercise|练习)\s*(\d+)\b", renumber, body)
+    return body.replace('<p class="admonition-title">Solution to<a', f'<p class="admonition-title">{SOLUTION_WORD[lang]}<a')
+
+
 def _page_language(app, pagename, templatename, context, doctree):
     found = chapter_language(pagename)
     if found:
         context["language"] = LANGUAGES[found[0]][1]
+        if "body" in context:
+            context["body"] = localize_exercises(context["body"], found[0])
 
 
 def setup(app):
+    # Editing this file must rewrite every page: a config value that changes
+    # with the source makes Sphinx treat the environment as outdated.
+    source_hash = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    app.add_config_value("gradbook_site_source", source_hash, "env")
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
