@@ -7,8 +7,10 @@ r"""One explorer API: forward and backward curves that follow a control.
 * In a live kernel (JupyterLab, Notebook, Colab) it shows ipywidgets
   controls; moving one recomputes the curves and redraws.
 * While the book is being built (``GRADBOOK_BUILD=1``, set by the site's
-  Sphinx extension) it shows the figure for the default values only, so the
-  rendered page never carries a widget that needs a kernel.
+  Sphinx extension) it computes the curves for every combination of control
+  values and writes a self-contained HTML control (inline SVG, the frames as
+  JSON, switched by the site's own ``gradbook-explorer.js``), so the rendered
+  page has a control that works without a kernel and never a dead widget.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from ._validate import callable_arg
 from .curves import curves
 
 __all__ = ["explore", "Explorer", "plot_curves"]
+
+
+_STATIC_COUNT = 0  # numbers the explorers of one page (one kernel) in order
 
 
 def _building_book() -> bool:
@@ -141,11 +146,19 @@ class Explorer:
         return self
 
     # -- display ----------------------------------------------------------
+    def static_html(self) -> str:
+        """The kernel-free explorer of the built book: every frame precomputed, switched by JavaScript."""
+        from . import _static_explorer
+
+        global _STATIC_COUNT
+        _STATIC_COUNT += 1
+        return _static_explorer.render(self, f"gradbook-explorer-{_STATIC_COUNT}")
+
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import HTML, display
 
         if _building_book():
-            display(self.figure)
+            display(HTML(self.static_html()))
             return
         display(self.widget())
 

@@ -1,0 +1,149 @@
+"""The explorer as it appears in the built book (private).
+
+At build time every combination of control values is computed with
+TensorFlow (through :func:`gradlib.curves`, exactly as the live explorer
+does) and written into the page as JSON, next to an inline SVG that already
+shows the default frame.  ``assets/static/gradbook-explorer.js``, served by
+the site itself, redraws the two curves when a control moves: no kernel, no
+server, no third-party library.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+import re
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+WIDTH, HEIGHT = 720, 270
+PANELS = [  # left, top, width, height of each plot area inside the SVG
+    {"left": 58, "top": 34, "width": 282, "height": 190},
+    {"left": 418, "top": 34, "width": 282, "height": 190},
+]
+TITLES = ("y = f(x)", "∂y/∂x")
+GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "lambda": "λ",
+    "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "phi": "φ", "omega": "ω",
+}
+SIGNIFICANT = 6
+
+
+def plain_label(label: str) -> str:
+    """A TeX-ish label such as ``r"$\\beta$"`` as plain Unicode text (``β``)."""
+    text = re.sub(r"\\([A-Za-z]+)", lambda m: GREEK.get(m[1], m[1]), str(label))
+    return text.replace("$", "").replace("{", "").replace("}", "").replace("\\", "")
+
+
+def _round(values: np.ndarray) -> List:
+    """Finite values to SIGNIFICANT digits; NaN/inf become None (a gap)."""
+    out = []
+    for v in np.asarray(values, dtype=np.float64).ravel():
+        out.append(float(f"{v:.{SIGNIFICANT}g}") if math.isfinite(v) else None)
+    return out
+
+
+def _limits(series: Sequence[Sequence]) -> Tuple[float, float]:
+    finite = [v for values in series for v in values if v is not None]
+    if not finite:
+        return -1.0, 1.0
+    lo, hi = min(finite), max(finite)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 1.0, hi + 1.0
+    pad = 0.06 * (hi - lo)
+    return lo - pad, hi + pad
+
+
+def _ticks(lo: float, hi: float, count: int = 5) -> List[float]:
+    raw = (hi - lo) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = min((m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw), default=raw)
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 10) for i in range(int((hi - first) / step) + 1)]
+
+
+def _points(xs: Sequence, ys: Sequence, panel: Dict, xlim, ylim) -> str:
+    """SVG polyline points; a None value ends the polyline there (drawn as gaps by JS)."""
+    (x0, x1), (y0, y1) = xlim, ylim
+    parts = []
+    for x, y in zip(xs, ys):
+        if y is None:
+            continue
+        px = panel["left"] + (x - x0) / (x1 - x0) * panel["width"]
+        py = panel["top"] + (1 - (y - y0) / (y1 - y0)) * panel["height"]
+        parts.append(f"{px:.1f},{py:.1f}")
+    return " ".join(parts)
+
+
+def _fmt_tick(v: float) -> str:
+    return f"{v:g}"
+
+
+def frames(explorer) -> Dict[str, List[List]]:
+    """Every control combination: ``"i,j" -> [y, dydx]`` (option indices as the key)."""
+    names = list(explorer.controls)
+    out = {}
+    for indices in itertools.product(*(range(len(explorer.controls[n])) for n in names)):
+        values = {n: explorer.controls[n][i] for n, i in zip(names, indices)}
+        y, dydx = explorer._compute(values)
+        out[",".join(map(str, indices))] = [_round(y), _round(dydx)]
+    return out
+
+
+def render(explorer, element_id: str) -> str:
+    """The HTML of a working, kernel-free explorer."""
+    names = list(explorer.controls)
+    all_frames = frames(explorer)
+    xs = _round(explorer.x)
+    xlim = (min(v for v in xs if v is not None), max(v for v in xs if v is not None))
+    ylims = [_limits([f[p] for f in all_frames.values()]) for p in (0, 1)]
+    default = [explorer.controls[n].index(explorer.values[n]) for n in names]
+    key = ",".join(map(str, default))
+    data = {
+        "x": xs, "xlim": xlim, "ylim": ylims, "panels": PANELS,
+        "names": names, "options": [[str(o) for o in explorer.controls[n]] for n in names],
+        "frames": all_frames,
+    }
+
+    controls = []
+    for i, name in enumerate(names):
+        label = html.escape(plain_label(explorer.labels[name]))
+        options = explorer.controls[name]
+        if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in options):
+            widget = (f'<input type="range" min="0" max="{len(options) - 1}" step="1" value="{default[i]}" '
+                      f'data-index="{i}" aria-label="{label}">'
+                      f'<output>{html.escape(str(options[default[i]]))}</output>')
+        else:
+            choices = "".join(f'<option value="{j}"{" selected" if j == default[i] else ""}>{html.escape(str(o))}</option>'
+                              for j, o in enumerate(options))
+            widget = f'<select data-index="{i}" aria-label="{label}">{choices}</select>'
+        controls.append(f'<label class="gbx-control"><span class="gbx-label">{label}</span>{widget}</label>')
+
+    svg = [f'<svg class="gbx-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+           f'aria-label="forward and backward curves">']
+    for p, panel in enumerate(PANELS):
+        left, top, w, h = panel["left"], panel["top"], panel["width"], panel["height"]
+        svg.append(f'<text class="gbx-title" x="{left + w / 2}" y="{top - 12}" text-anchor="middle">{TITLES[p]}</text>')
+        svg.append(f'<rect class="gbx-frame" x="{left}" y="{top}" width="{w}" height="{h}"/>')
+        for axis, (lo, hi) in (("x", xlim), ("y", ylims[p])):
+            for t in _ticks(lo, hi):
+                if axis == "x":
+                    px = left + (t - lo) / (hi - lo) * w
+                    svg.append(f'<line class="gbx-grid{" gbx-zero" if t == 0 else ""}" x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{top + h}"/>')
+                    svg.append(f'<text class="gbx-tick" x="{px:.1f}" y="{top + h + 15}" text-anchor="middle">{_fmt_tick(t)}</text>')
+                else:
+                    py = top + (1 - (t - lo) / (hi - lo)) * h
+                    svg.append(f'<line class="gbx-grid{" gbx-zero" if t == 0 else ""}" x1="{left}" y1="{py:.1f}" x2="{left + w}" y2="{py:.1f}"/>')
+                    svg.append(f'<text class="gbx-tick" x="{left - 6}" y="{py + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
+        svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle">x</text>')
+        points = _points(xs, all_frames[key][p], panel, xlim, ylims[p])
+        svg.append(f'<polyline class="gbx-curve gbx-curve-{p}" points="{points}"/>')
+    svg.append("</svg>")
+
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return (f'<div class="gradbook-explorer" id="{element_id}" data-frame="{key}">'
+            f'<div class="gbx-controls">{"".join(controls)}</div>{"".join(svg)}'
+            f'<script type="application/json" class="gbx-data">{payload}</script></div>')
