@@ -161,7 +161,8 @@ def test_chapters_have_outputs_and_figures(html, lang):
     for name in names:
         page = soup(html / "chapters" / lang / f"{name}.html")
         assert page.select("div.cell_output"), f"{lang}/{name}: no executed output"
-        assert page.select(".cell_output img"), f"{lang}/{name}: no figure in the outputs"
+        figures = page.select(".cell_output img") + page.select(".cell_output .gradbook-explorer svg")
+        assert figures, f"{lang}/{name}: no figure in the outputs"
 
 
 @pytest.mark.parametrize("lang, word", [("en", "Exercise"), ("zh", "练习")])
