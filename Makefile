@@ -39,7 +39,12 @@ venv: $(STAMP)
 # gradlib changes, cached outputs would be stale, so the build starts afresh.
 GRADLIB_HASH = $(shell find gradlib -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16)
 
-book: $(STAMP)
+NODE_STAMP := node_modules/.package-lock.json
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+
+book: $(STAMP) $(NODE_STAMP)
 	@if [ "$$(cat _build/.gradlib-hash 2>/dev/null)" != "$(GRADLIB_HASH)" ]; then \
 	  echo "gradlib changed: executing every chapter afresh"; rm -rf _build; fi
 	$(BIN)/jupyter-book build . --builder html -n -W --keep-going

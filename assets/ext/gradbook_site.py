@@ -10,6 +10,9 @@
 * Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
   for ``ch03-ex1``; "练习 3.1" on Chinese pages), not by sphinx-exercise's
   book-wide counter.
+* The site serves MathJax itself: ``node_modules/mathjax/es5`` (installed
+  from npm by ``make book``) is copied to ``_static/mathjax``; the build
+  stops if it is missing rather than fall back to a CDN.
 * The search index learns the book's Chinese terms: the Chinese terms of the
   glossary become a jieba user dictionary, so 反向传播 and 直通估计器 are
   indexed as words and not only as their pieces.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from pathlib import Path
 
 from docutils import nodes
@@ -72,6 +76,22 @@ def _jieba_dictionary(app, config):
     config.html_search_options = {**config.html_search_options, "dict": str(target)}
 
 
+MATHJAX_SOURCE = Path("node_modules") / "mathjax" / "es5"
+
+
+def _check_mathjax(app):
+    source = Path(app.srcdir) / MATHJAX_SOURCE
+    if not (source / "tex-mml-chtml.js").is_file():
+        raise RuntimeError(f"{source} is missing: run `make book` (it runs `npm ci`) so that the site "
+                           "can serve MathJax itself instead of loading it from a CDN")
+
+
+def _copy_mathjax(app, exception):
+    if exception is None and app.builder.format == "html":
+        shutil.copytree(Path(app.srcdir) / MATHJAX_SOURCE, Path(app.outdir) / "_static" / "mathjax",
+                        dirs_exist_ok=True)
+
+
 def _language_switch(app, doctree):
     found = chapter_language(app.env.docname)
     if not found:
@@ -114,6 +134,10 @@ def localize_exercises(body: str, lang: str) -> str:
 
 
 def _page_language(app, pagename, templatename, context, doctree):
+    # Jupyter Book leaves the theme's default_mode empty, which makes the
+    # pydata theme log "Got invalid theme mode" in every reader's console.
+    if not context.get("default_mode"):
+        context["default_mode"] = "auto"
     found = chapter_language(pagename)
     if found:
         context["language"] = LANGUAGES[found[0]][1]
@@ -130,6 +154,8 @@ def setup(app):
         os.environ.setdefault(key, value)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     app.connect("config-inited", _jieba_dictionary)
+    app.connect("builder-inited", _check_mathjax)
+    app.connect("build-finished", _copy_mathjax)
     app.connect("doctree-read", _language_switch)
     app.connect("html-page-context", _page_language)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
