@@ -439,6 +439,8 @@ def run(args: argparse.Namespace) -> dict:
         results["ops"] = bench_ops.op_timings()
         log("experiment timings ...")
         results["experiments"] = bench_ops.experiment_timings()
+        log("live explorer latency (fresh kernel) ...")
+        results["explorer_latency"] = bench_ops.explorer_latency()
     return results
 
 

@@ -88,6 +88,51 @@ def experiment_timings() -> Dict[str, float]:
     return timings
 
 
+LATENCY_CELL = r"""
+import json, statistics, time
+import numpy as np, tensorflow as tf
+import gradlib
+
+explorer = gradlib.explore(lambda beta: lambda x: tf.nn.softplus(beta * x) / beta,
+                           np.linspace(-3, 3, 241), {"beta": [0.5, 1, 2, 4, 8, 16]})
+box = explorer.widget()
+slider, image = box.children[0], box.children[-1]
+options = list(slider.options)
+live, bare = [], []
+for i in range(1, 1 + ROUNDS):
+    # live: a control change -> TensorFlow recomputes -> lines redrawn -> new PNG sent
+    start = time.perf_counter()
+    slider.value = options[i % len(options)]
+    live.append(time.perf_counter() - start)
+    # bare: the same figure redrawn and sent, with no TensorFlow
+    start = time.perf_counter()
+    image.value = explorer.png()
+    bare.append(time.perf_counter() - start)
+print(json.dumps({"live_ms": 1e3 * statistics.median(live[5:]), "bare_ms": 1e3 * statistics.median(bare[5:])}))
+"""
+
+
+def explorer_latency(rounds: int = 60) -> Dict[str, float]:
+    """Median live-explorer redraw vs a bare matplotlib redraw, in one fresh kernel.
+
+    Returns ``{"live_ms", "bare_ms", "ratio"}``; the live time covers the
+    control's value change, TensorFlow recomputing the curves, redrawing the
+    lines and replacing the widget's PNG.
+    """
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(LATENCY_CELL.replace("ROUNDS", str(rounds)))]
+    NotebookClient(notebook, kernel_name="python3", timeout=600).execute()
+    text = "".join(o.get("text", "") for o in notebook.cells[0].outputs if o.get("output_type") == "stream")
+    result = json.loads(text.strip().splitlines()[-1])
+    result["ratio"] = result["live_ms"] / result["bare_ms"]
+    return result
+
+
 def format_ops(results: dict) -> str:
     """Markdown tables for the op ratios and experiment times (empty if absent)."""
     lines = []
@@ -97,6 +142,13 @@ def format_ops(results: dict) -> str:
                   "| op | milliseconds | × identity |", "|---|---:|---:|"]
         lines += [f"| {name} | {entry['seconds'] * 1e3:.2f} | {entry['ratio_to_identity']:.2f}× |"
                   for name, entry in ops.items()]
+    latency = results.get("explorer_latency")
+    if latency:
+        lines += ["", "Live explorer (fresh kernel, median; target ≤ 60 ms and ≤ 1.5× the bare redraw):", "",
+                  "| redraw | milliseconds | × bare |", "|---|---:|---:|",
+                  f"| control change → TensorFlow recompute → matplotlib redraw | {latency['live_ms']:.1f} | "
+                  f"{latency['ratio']:.2f}× |",
+                  f"| bare matplotlib redraw of the same figure | {latency['bare_ms']:.1f} | 1.00× |"]
     experiments = results.get("experiments") or {}
     if experiments:
         lines += ["", "| experiment | seconds |", "|---|---:|"]
