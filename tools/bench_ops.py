@@ -78,9 +78,12 @@ def op_timings(n: int = N_ELEMENTS, rounds: int = ROUNDS) -> Dict[str, dict]:
 
 def experiment_timings() -> Dict[str, float]:
     """Wall time of one run of each of the book's experiments (seed 0)."""
-    from gradlib import dann
+    from gradlib import dann, experiments
 
     timings = {}
+    start = time.perf_counter()
+    experiments.digits_experiment()
+    timings["experiments.digits_experiment()"] = time.perf_counter() - start
     for method in ("source_only", "dann"):
         start = time.perf_counter()
         dann.moons_experiment(method, seed=0)

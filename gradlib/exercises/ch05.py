@@ -1,0 +1,353 @@
+"""Checks for chapter 5: straight-through estimators.
+
+* ``ch05-ex1``: ``binary_sign(x, clip)``, values in :math:`\\{-1, +1\\}` with
+  sign(0) = +1, gradient 1 where :math:`|x| \\le \\text{clip}` and 0 elsewhere
+  (BinaryNet's clipped straight-through estimator).
+* ``ch05-ex2``: ``dorefa_weights(w, bits)``, DoReFa-Net's k-bit weights
+  :math:`2\\,\\operatorname{round}(n u)/n - 1` with
+  :math:`u = \\tanh w / (2 \\max|\\tanh w|) + 1/2` and :math:`n = 2^k - 1`;
+  straight through the rounding only, everything else differentiated.
+* ``ch05-ex3``: ``approx_sign(x)``, sign with sign(0) = +1 and the ApproxSign
+  surrogate :math:`\\max(0, 2 - 2|x|)` of Bi-Real Net.
+
+Every reference below is a closed NumPy formula, independent of gradlib's ops
+and of the chapter's solutions.  The answers run under ``tf.GradientTape``
+with upstream gradients other than 1, so a ``grad_fn`` that forgets ``dy``
+is caught.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from ._core import COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points, message
+
+MESSAGES = {
+    # shared
+    "with_clip": {"en": "with clip = {clip}, ", "zh": "当 clip = {clip} 时，"},
+    "with_bits": {"en": "with bits = {bits}, ", "zh": "当 bits = {bits} 时，"},
+    "at_w": {"en": "at w{index} = {w}: ", "zh": "在 w{index} = {w} 处，"},
+    "sign_zero": {
+        "en": "{prefix}at x = 0: your value is {got}; expected +1: sign(0) must be +1 in a binary network "
+              "(tf.sign(0) = 0 would be a third value).",
+        "zh": "{prefix}在 x = 0 处，你的前向值为 {got}，应为 +1：二值网络中 sign(0) 必须是 +1"
+              "（tf.sign(0) = 0 会引入第三个值）。",
+    },
+    "sign_forward": {
+        "en": "The forward pass must be +1 for x ≥ 0 and -1 for x < 0.",
+        "zh": "前向必须在 x ≥ 0 时为 +1、在 x < 0 时为 -1。",
+    },
+    "no_gradient": {
+        "en": "{prefix}your gradient is {kind} everywhere: tf.sign, tf.round and tf.where give no useful "
+              "gradient. Put a surrogate outside tf.stop_gradient (g(x) + tf.stop_gradient(q(x) - g(x))), "
+              "or use tf.custom_gradient or tf.grad_pass_through.",
+        "zh": "{prefix}你的梯度处处为 {kind}：tf.sign、tf.round 和 tf.where 都不给出有用的梯度。"
+              "请把替代函数放在 tf.stop_gradient 之外（g(x) + tf.stop_gradient(q(x) - g(x))），"
+              "或使用 tf.custom_gradient、tf.grad_pass_through。",
+    },
+    "zero_word": {"en": "0", "zh": "0"},
+    "none_word": {"en": "None", "zh": "None"},
+    "upstream": {
+        "en": "{prefix}with an upstream gradient of {dy} at {at}, your gradient is {got}; expected {expected}. "
+              "Multiply by the upstream gradient dy.",
+        "zh": "{prefix}在 {at} 处上游梯度为 {dy} 时，你的梯度为 {got}，应为 {expected}。请乘上上游梯度 dy。",
+    },
+    # ch05-ex1
+    "clip_blocked": {
+        "en": "Because |x| = {ax} > clip = {clip}, the gradient must be blocked (0).",
+        "zh": "因为 |x| = {ax} > clip = {clip}，梯度应被截断（为 0）。",
+    },
+    "clip_passes": {
+        "en": "Because |x| = {ax} ≤ clip = {clip} (the boundary included), the gradient must pass through (1).",
+        "zh": "因为 |x| = {ax} ≤ clip = {clip}（含边界），梯度应原样通过（为 1）。",
+    },
+    "binary_passed": {
+        "en": "correct for clip = {clips} on {n} points including 0 and ±clip: values in {{-1, +1}} with "
+              "sign(0) = +1, gradient 1 on [-clip, clip] and 0 outside, for a 2-D input and an upstream "
+              "gradient other than 1.",
+        "zh": "在 clip = {clips}、包括 0 与 ±clip 在内的 {n} 个点上都正确：值属于 {{-1, +1}} 且 sign(0) = +1，"
+              "梯度在 [-clip, clip] 上为 1、其外为 0；对二维输入和不为 1 的上游梯度也成立。",
+    },
+    # ch05-ex2
+    "dorefa_value": {
+        "en": "The value must be 2 round(n u)/n - 1 with n = 2^bits - 1 = {n} and u = tanh(w)/(2 max|tanh w|) + 1/2.",
+        "zh": "前向值应为 2 round(n u)/n - 1，其中 n = 2^bits - 1 = {n}，u = tanh(w)/(2 max|tanh w|) + 1/2。",
+    },
+    "dorefa_tie": {
+        "en": "Here n u = {nu} is a rounding tie: tf.round rounds ties to the even integer ({even}), "
+              "floor(n u + 1/2) rounds them up.",
+        "zh": "此处 n u = {nu} 恰好位于两个整数正中：tf.round 取偶数（{even}），"
+              "而 floor(n u + 1/2) 向上取整。",
+    },
+    "dorefa_levels": {
+        "en": "bits = {bits} gives 2^bits = {levels} values from -1 to 1: round(n u)/n with n = 2^bits - 1 = {n}, "
+              "not 2^bits.",
+        "zh": "bits = {bits} 给出从 -1 到 1 的 2^bits = {levels} 个值：应为 round(n u)/n，其中 n = 2^bits - 1 = {n}，"
+              "而不是 2^bits。",
+    },
+    "dorefa_identity": {
+        "en": "{prefix}your gradient is the upstream gradient unchanged: you passed it straight through the whole "
+              "quantizer. Only the rounding is straight through; tanh, the division by max|tanh w| and "
+              "2q - 1 must be differentiated as usual.",
+        "zh": "{prefix}你的梯度与上游梯度完全相同：你让梯度直通了整个量化器。只有取整这一步是直通的；"
+              "tanh、除以 max|tanh w| 以及 2q - 1 都应照常求导。",
+    },
+    "dorefa_max": {
+        "en": "This w has the largest |tanh w|: u is exactly 0 or 1 there, the ends of the clip range, where the "
+              "straight-through gradient still passes (a closed interval), and max|tanh w| depends on it.",
+        "zh": "这个 w 的 |tanh w| 最大：此处 u 恰好为 0 或 1，即截断区间的端点，直通梯度在端点处仍然通过"
+              "（闭区间）；而且 max|tanh w| 依赖于它。",
+    },
+    "dorefa_gradient": {
+        "en": "Only the rounding is straight through: the gradient is dy · 2 · du/dw, with u = tanh(w)/(2 max|tanh w|) + 1/2.",
+        "zh": "只有取整是直通的：梯度为 dy · 2 · du/dw，其中 u = tanh(w)/(2 max|tanh w|) + 1/2。",
+    },
+    "dorefa_passed": {
+        "en": "correct for bits = {bits} on {n} weights, including w = 0 (a rounding tie) and the largest |w| "
+              "(u = 0 or 1), with random upstream gradients{variant}.",
+        "zh": "在 bits = {bits}、{n} 个权重上都正确，包括 w = 0（取整的中点）和 |w| 最大者（u = 0 或 1），"
+              "上游梯度为随机值{variant}。",
+    },
+    "stopped_max": {
+        "en": "; you stopped the gradient through max|tanh w|, a common and valid variant",
+        "zh": "；你停止了经过 max|tanh w| 的梯度，这是常见且可行的变体",
+    },
+    # ch05-ex3
+    "approx_inside": {
+        "en": "ApproxSign's derivative is 2 - 2|x| = {expected} for |x| ≤ 1.",
+        "zh": "ApproxSign 的导数在 |x| ≤ 1 时为 2 - 2|x| = {expected}。",
+    },
+    "approx_outside": {
+        "en": "Because |x| = {ax} > 1, ApproxSign is flat there and the gradient must be 0.",
+        "zh": "因为 |x| = {ax} > 1，ApproxSign 在那里是平的，梯度应为 0。",
+    },
+    "approx_passed": {
+        "en": "correct on {n} points including 0 (gradient 2) and ±1: values in {{-1, +1}} with sign(0) = +1, "
+              "gradient max(0, 2 - 2|x|), for a 2-D input and an upstream gradient other than 1.",
+        "zh": "在包括 0（梯度为 2）与 ±1 在内的 {n} 个点上都正确：值属于 {{-1, +1}} 且 sign(0) = +1，"
+              "梯度为 max(0, 2 - 2|x|)；对二维输入和不为 1 的上游梯度也成立。",
+    },
+}
+
+
+# -- shared machinery ----------------------------------------------------------------
+
+def _join(text: str, hint: str, lang: str) -> str:
+    """Append a hint: a space after an English sentence, nothing after a Chinese full stop."""
+    if not hint:
+        return text
+    return text + ("" if lang == "zh" else " ") + hint
+
+
+def _raised(err: Exception, lang: str, where: str) -> Mismatch:
+    detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else "(no message)"
+    return Mismatch(message(COMMON, "raised", lang, where=where, error=type(err).__name__, detail=detail))
+
+
+def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: np.ndarray, *, lang: str,
+                   prefix: str = "") -> Tuple[np.ndarray, np.ndarray]:
+    """Run the reader's ``fn(x)`` under a tape; return the value and the vector-Jacobian product."""
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = call(fn, xt, lang=lang, where=prefix)
+    values = as_array(y, lang=lang, what="forward", where=prefix, shape=x.shape)
+    try:
+        grad = tape.gradient(y, xt, output_gradients=tf.constant(upstream))
+    except Exception as err:  # e.g. a grad_fn that returns the wrong thing
+        raise _raised(err, lang, prefix) from None
+    if grad is None:
+        raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=prefix,
+                               kind=message(MESSAGES, "none_word", lang)))
+    grads = as_array(grad, lang=lang, what="gradient", where=prefix, shape=x.shape)
+    return values, grads
+
+
+def _first_bad(got, expected, atol: float = 1e-5) -> Optional[int]:
+    bad = np.flatnonzero(~np.isclose(np.ravel(got), np.ravel(expected), atol=atol, rtol=1e-4))
+    return None if bad.size == 0 else int(bad[0])
+
+
+def _mismatch_text(lang: str, prefix: str, x: float, what: str, got, expected) -> str:
+    return message(COMMON, "value", lang, where=prefix + message(COMMON, "at", lang, x=fmt(x)),
+                   what=message(COMMON, what, lang), got=fmt(got), expected=fmt(expected))
+
+
+def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, lang: str, prefix: str,
+                       gradient_hint: Callable[[float], str]) -> None:
+    """Value (sign with sign(0) = +1) and gradient of an elementwise binarizer, point by point.
+
+    First with a unit upstream gradient (the local derivative), then with an
+    upstream gradient of 2.5 (a grad_fn must multiply by dy).
+    """
+    value, local = reference(x)
+    y, g = _value_and_vjp(answer, x, np.ones_like(x), lang=lang, prefix=prefix)
+    flat_x, flat_y = np.ravel(x), np.ravel(y)
+    i = _first_bad(y, value)
+    if i is not None:
+        if flat_x[i] == 0:
+            raise Mismatch(message(MESSAGES, "sign_zero", lang, prefix=prefix, got=fmt(flat_y[i])))
+        raise Mismatch(_join(_mismatch_text(lang, prefix, flat_x[i], "forward", flat_y[i], np.ravel(value)[i]),
+                             message(MESSAGES, "sign_forward", lang), lang))
+    i = _first_bad(g, local)
+    if i is not None:
+        if not np.any(g) and np.any(local):
+            raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=prefix,
+                                   kind=message(MESSAGES, "zero_word", lang)))
+        text = _mismatch_text(lang, prefix, flat_x[i], "gradient", np.ravel(g)[i], np.ravel(local)[i])
+        raise Mismatch(_join(text, gradient_hint(float(flat_x[i])), lang))
+    dy = np.full(x.shape, 2.5, np.float32)
+    _, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
+    i = _first_bad(g, local * dy)
+    if i is not None:
+        raise Mismatch(message(MESSAGES, "upstream", lang, prefix=prefix, dy=fmt(2.5),
+                               at=f"x = {fmt(np.ravel(x)[i])}", got=fmt(np.ravel(g)[i]),
+                               expected=fmt(np.ravel(local * dy)[i])))
+
+
+def _sign_pm1(x: np.ndarray) -> np.ndarray:
+    return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
+
+
+# -- ch05-ex1: binary_sign(x, clip) ----------------------------------------------------
+
+CLIPS = (1.0, 0.5, 2.0)
+# 0 first (the sign(0) trap), then the clip boundaries of every clip in CLIPS, then random points
+SIGN_POINTS = kink_and_random_points([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.0, -2.0, 2.5, -0.3],
+                                     count=25, seed=5)
+
+
+def binary_sign_reference(x: np.ndarray, clip: float) -> Tuple[np.ndarray, np.ndarray]:
+    """sign with sign(0) = +1, and the clipped straight-through derivative 1{|x| <= clip}."""
+    return _sign_pm1(x), (np.abs(x) <= clip).astype(np.float32)
+
+
+@exercise("ch05-ex1", MESSAGES)
+def check_binary_sign(answer, lang):
+    for clip in CLIPS:
+        prefix = message(MESSAGES, "with_clip", lang, clip=fmt(clip))
+
+        def hint(x, clip=clip):
+            key = "clip_blocked" if abs(x) > clip else "clip_passes"
+            return message(MESSAGES, key, lang, ax=fmt(abs(x)), clip=fmt(clip))
+
+        for x in (SIGN_POINTS, SIGN_POINTS[:36].reshape(6, 6)):
+            _check_elementwise(lambda v, clip=clip: answer(v, clip), x,
+                               lambda p, clip=clip: binary_sign_reference(p, clip),
+                               lang=lang, prefix=prefix, gradient_hint=hint)
+    return message(MESSAGES, "binary_passed", lang, clips=", ".join(fmt(c) for c in CLIPS), n=SIGN_POINTS.size)
+
+
+# -- ch05-ex2: dorefa_weights(w, bits) -------------------------------------------------
+
+BITS = (1, 2, 3, 8)
+
+
+def _dorefa_inputs():
+    rng = np.random.default_rng(7)
+    w = (0.8 * rng.standard_normal((4, 6))).astype(np.float32)
+    w[0, 0] = 0.0  # u = 1/2 exactly: n u = n/2 is a rounding tie for every n = 2^k - 1
+    upstream = rng.choice([0.5, -1.0, 2.0, 3.0, -2.5], size=w.shape).astype(np.float32)
+    return w, upstream
+
+
+DOREFA_W, DOREFA_UPSTREAM = _dorefa_inputs()
+
+
+def dorefa_weights_reference(w: np.ndarray, bits: int, upstream: np.ndarray, *, stop_max: bool = False):
+    """Value and vector-Jacobian product of DoReFa's k-bit weights, straight through the rounding.
+
+    ``stop_max=True`` treats :math:`M = \\max|\\tanh w|` as a constant.
+    The value is computed in float32 like TensorFlow's; the gradient in float64.
+    """
+    n = 2 ** bits - 1
+    t32 = np.tanh(w.astype(np.float32))
+    u32 = t32 / (2 * np.max(np.abs(t32))) + np.float32(0.5)
+    value = (2 * np.round(np.clip(u32, 0, 1) * np.float32(n)) / np.float32(n) - 1).astype(np.float32)
+    t = np.tanh(w.astype(np.float64))
+    j = np.argmax(np.abs(t))
+    m = np.abs(t).flat[j]
+    g_u = 2.0 * upstream.astype(np.float64)                       # y = 2 q - 1, q straight through
+    g_t = g_u / (2 * m)                                            # u = t / (2 M) + 1/2
+    if not stop_max:
+        g_t.flat[j] -= np.sign(t.flat[j]) * np.sum(g_u * t) / (2 * m ** 2)  # M = |t_j|
+    return value, g_t * (1 - t ** 2), n
+
+
+def _index(i: int, shape) -> str:
+    return "[" + ", ".join(str(k) for k in np.unravel_index(i, shape)) + "]"
+
+
+@exercise("ch05-ex2", MESSAGES)
+def check_dorefa_weights(answer, lang):
+    w, dy = DOREFA_W, DOREFA_UPSTREAM
+    variants = set()
+    for bits in BITS:
+        prefix = message(MESSAGES, "with_bits", lang, bits=bits)
+        value, grad, n = dorefa_weights_reference(w, bits, dy)
+        _, grad_stopped, _ = dorefa_weights_reference(w, bits, dy, stop_max=True)
+        y, g = _value_and_vjp(lambda v: answer(v, bits), w, dy, lang=lang, prefix=prefix)
+        flat_w = np.ravel(w)
+        bad = np.flatnonzero(~np.isclose(np.ravel(y), np.ravel(value), atol=1e-5, rtol=1e-4))
+        if bad.size:
+            # report a point away from the tie first: its message says more
+            i = int(next((k for k in bad if flat_w[k] != 0), bad[0]))
+            where = prefix + message(MESSAGES, "at_w", lang, index=_index(i, w.shape), w=fmt(flat_w[i]))
+            got = np.ravel(y)[i]
+            text = message(COMMON, "value", lang, where=where, what=message(COMMON, "forward", lang),
+                           got=fmt(got), expected=fmt(np.ravel(value)[i]))
+            half_up = 2 * np.floor(n / 2 + 0.5) / n - 1
+            if flat_w[i] == 0 and np.isclose(got, half_up, atol=1e-5):
+                hint = message(MESSAGES, "dorefa_tie", lang, nu=fmt(n / 2), even=fmt(np.round(n / 2)))
+            elif 2 ** bits < len(np.unique(np.round(y, 5))) <= 2 ** (bits + 1) + 1:  # quantized, too finely
+                hint = message(MESSAGES, "dorefa_levels", lang, bits=bits, levels=2 ** bits, n=n)
+            else:
+                hint = message(MESSAGES, "dorefa_value", lang, n=n)
+            raise Mismatch(_join(text, hint, lang))
+        if _first_bad(g, grad, atol=1e-4) is None:
+            variants.add("full")
+            continue
+        if _first_bad(g, grad_stopped, atol=1e-4) is None:
+            variants.add("stopped")
+            continue
+        if np.allclose(g, dy, atol=1e-5):
+            raise Mismatch(message(MESSAGES, "dorefa_identity", lang, prefix=prefix))
+        if not np.any(g):
+            raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=prefix,
+                                   kind=message(MESSAGES, "zero_word", lang)))
+        # report against the variant the answer is closer to (fewer mismatching weights)
+        target = min((grad, grad_stopped), key=lambda r: np.sum(~np.isclose(g, r, atol=1e-4, rtol=1e-4)))
+        i = _first_bad(g, target, atol=1e-4)
+        where = prefix + message(MESSAGES, "at_w", lang, index=_index(i, w.shape), w=fmt(flat_w[i]))
+        text = message(COMMON, "value", lang, where=where, what=message(COMMON, "gradient", lang),
+                       got=fmt(np.ravel(g)[i]), expected=fmt(np.ravel(target)[i]))
+        key = "dorefa_max" if i == int(np.argmax(np.abs(flat_w))) else "dorefa_gradient"
+        raise Mismatch(_join(text, message(MESSAGES, key, lang), lang))
+    variant = message(MESSAGES, "stopped_max", lang) if variants == {"stopped"} else ""
+    return message(MESSAGES, "dorefa_passed", lang, bits=", ".join(str(b) for b in BITS), n=w.size,
+                   variant=variant)
+
+
+# -- ch05-ex3: approx_sign(x) -----------------------------------------------------------
+
+APPROX_POINTS = kink_and_random_points([0.0, 0.5, -0.5, 1.0, -1.0, 0.25, -0.75, 1.5, -2.0], count=27, seed=6)
+
+
+def approx_sign_reference(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """sign with sign(0) = +1, and Bi-Real Net's surrogate derivative max(0, 2 - 2|x|)."""
+    return _sign_pm1(x), np.maximum(0.0, 2.0 - 2.0 * np.abs(x)).astype(np.float32)
+
+
+@exercise("ch05-ex3", MESSAGES)
+def check_approx_sign(answer, lang):
+    def hint(x):
+        if abs(x) > 1:
+            return message(MESSAGES, "approx_outside", lang, ax=fmt(abs(x)))
+        return message(MESSAGES, "approx_inside", lang, expected=fmt(2 - 2 * abs(np.float32(x))))
+
+    for x in (APPROX_POINTS, APPROX_POINTS[:36].reshape(4, 9)):
+        _check_elementwise(answer, x, approx_sign_reference, lang=lang, prefix="", gradient_hint=hint)
+    return message(MESSAGES, "approx_passed", lang, n=APPROX_POINTS.size)
