@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from .data import two_moons
+from .logs import captured_tf_warnings
 from .reversal import gradient_reversal
 
 __all__ = ["DEFAULTS", "lambda_schedule", "learning_rate_schedule", "moons_experiment"]
@@ -168,7 +169,10 @@ def moons_experiment(method: str, seed: int = 0, **options) -> Dict[str, Any]:
             domain_losses = domain_losses.write(i, domain_loss)
         return label_losses.stack(), domain_losses.stack()
 
-    label_curve, domain_curve = (t.numpy() for t in train())
+    # Each call traces a new training loop; after a few calls TensorFlow would
+    # log a retracing warning (to stderr), so tracing happens out of its sight.
+    with captured_tf_warnings():
+        label_curve, domain_curve = (t.numpy() for t in train())
     history = [{"step": i, "label_loss": float(label_curve[i]),
                 "domain_loss": float(domain_curve[i]) if adversarial else None,
                 "lam": float(final_lam * lambda_schedule(i / steps))}
