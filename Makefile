@@ -16,14 +16,17 @@ export TF_CPP_MIN_LOG_LEVEL  := 2
 export TF_ENABLE_ONEDNN_OPTS := 0
 export PYTHONHASHSEED        := 0
 
-.PHONY: help venv book test serve bench notebooks lock clean
+.PHONY: help venv book browser test serve bench notebooks lock clean student grade
 
 help:
 	@echo "make book       build the site into _build/html (executes every chapter)"
 	@echo "make test       build, then run every test"
+	@echo "make browser    install Debian's Chromium for the browser tests (apt-get, as root)"
 	@echo "make serve      preview the built site on http://localhost:$(PORT)"
 	@echo "make bench      time cold/warm builds and each chapter against the import floor"
 	@echo "make notebooks  regenerate the .ipynb twins of chapters/*/*.md"
+	@echo "make student    write the student edition (no solutions) to _build/student"
+	@echo "make grade SUBMISSIONS='hw/*.ipynb' [OUT=grades.csv] [JOBS=2]  run and grade students' notebooks"
 	@echo "make lock       re-pin requirements/constraints.txt from the current .venv"
 	@echo "make clean      remove _build (keeps .venv)"
 
@@ -50,7 +53,12 @@ book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . --builder html -n -W --keep-going
 	@echo "$(GRADLIB_HASH)" > _build/.gradlib-hash
 
-test: book
+# The browser tests drive Debian's Chromium (never Playwright's own download).
+# CI runs as root on a fresh Debian machine.
+browser:
+	@test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+test: book browser
 	$(BIN)/python -m pytest
 
 serve: book
@@ -61,6 +69,13 @@ bench: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/notebooks.py --write
+
+student: $(STAMP)
+	$(BIN)/python tools/student_edition.py --out _build/student
+
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS='hw/*.ipynb' [OUT=grades.csv] [JOBS=2]"; exit 2; }
+	$(BIN)/python -m gradlib.grade $(SUBMISSIONS) --out $(or $(OUT),grades.csv) --jobs $(or $(JOBS),1)
 
 lock: $(STAMP)
 	@{ sed -n '1,3p' requirements/constraints.txt; \

@@ -133,11 +133,28 @@ def localize_exercises(body: str, lang: str) -> str:
     return body.replace('<p class="admonition-title">Solution to<a', f'<p class="admonition-title">{SOLUTION_WORD[lang]}<a')
 
 
+def unique_scripts(scripts):
+    """Drop repeated inline scripts: sphinx-thebe's config script is listed twice
+    (once with filename None, once with ''), and its second ``const`` throws a
+    SyntaxError in every reader's console."""
+    seen, kept = set(), []
+    for script in scripts:
+        body = getattr(script, "attributes", {}).get("body")
+        if body:
+            if body in seen:
+                continue
+            seen.add(body)
+        kept.append(script)
+    return kept
+
+
 def _page_language(app, pagename, templatename, context, doctree):
     # Jupyter Book leaves the theme's default_mode empty, which makes the
     # pydata theme log "Got invalid theme mode" in every reader's console.
     if not context.get("default_mode"):
         context["default_mode"] = "auto"
+    if "script_files" in context:
+        context["script_files"] = unique_scripts(context["script_files"])
     found = chapter_language(pagename)
     if found:
         context["language"] = LANGUAGES[found[0]][1]

@@ -1,0 +1,199 @@
+"""The built site in a real headless Chromium (Playwright + Debian's /usr/bin/chromium).
+
+Every chapter page, in both languages: no console errors, no request to any
+other host, explorers redraw when a control moves, math is typeset, the
+language switch leads to the twin, and the page stays within its weight
+budget.  Plus the site search, in both languages, and fault injection on a
+copy of the site to prove the checks detect what they claim to.
+
+The site is served from 127.0.0.1; a request to any other host is aborted in
+the browser (never sent) and fails the test.  Without a build (`make book`),
+Playwright or Chromium (`make browser`), these tests fail; they never skip.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tools import browsercheck as bc
+
+pytestmark = pytest.mark.site
+
+PAGES = bc.chapter_pages()
+OUTSIDE_URL = "https://example.invalid/pixel.png"
+FAULT_ERROR = "gradbook fault injection"
+WEIGHTS: dict[str, bc.Weight] = {}  # filled by test_chapter_page, shown by test_weight_table
+SEARCHES: dict[str, list[str]] = {}  # query -> result paths, filled by test_search_finds_chapters
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    if not (bc.HTML / "index.html").is_file():
+        pytest.fail(f"{bc.HTML} has no built site: run `make book` first")
+    return bc.HTML
+
+
+@pytest.fixture(scope="module")  # closed before other test modules run
+def browser():
+    if reason := bc.browser_missing():
+        pytest.fail(reason)
+    with bc.launch() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")  # closed before other test modules run
+def server(site):
+    with bc.serve(site) as base:
+        yield base
+
+
+def test_toc_lists_chapter_pages():
+    assert PAGES, "no chapter pages in _toc.yml"
+    by_lang = bc.chapters()
+    assert by_lang["en"] and by_lang["en"] == by_lang["zh"], by_lang
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[p.removeprefix("chapters/").removesuffix(".html") for p in PAGES])
+def test_chapter_page(browser, server, path, record_property):
+    report = bc.check_page(browser, server, path)
+    WEIGHTS[path] = report.weight
+    record_property("weight_bytes", report.weight.total)
+    print(report.weight.line(), f"  [{report.seconds:.1f} s]")
+    for note in report.notes:
+        print(note)
+    problems = report.all_problems()
+    assert not problems, "\n".join(problems + ["", report.weight.line()])
+
+
+@pytest.mark.parametrize(
+    "query, lang", [("梯度", "zh"), ("gradient", "en")], ids=["zh", "en"]
+)
+def test_search_finds_chapters(browser, server, query, lang):
+    start = f"chapters/{lang}/{bc.chapters()[lang][0]}.html"
+    found, problems = bc.search(browser, server, query, start)
+    SEARCHES[query] = found
+    print(f"search {query!r} from {start}: {len(found)} results: {', '.join(dict.fromkeys(found))}")
+    problems += bc.search_problems(found, query, lang, PAGES)
+    assert not problems, "\n".join(problems)
+
+
+def test_weight_table(browser, server, record_property):
+    """The weight of every chapter page, as one table (measured here if not yet measured)."""
+    for path in PAGES:
+        if path not in WEIGHTS:
+            with bc.open_page(browser, server, path) as visit:
+                WEIGHTS[path] = bc.page_weight(visit)
+    weights = [WEIGHTS[path] for path in PAGES]
+    table = bc.weight_table(weights)
+    record_property("weights", {w.path: w.total for w in weights})
+    print(table)
+    over = [problem for w in weights for problem in bc.weight_problems(w)]
+    assert not over, "\n".join(over + ["", table])
+
+
+# -- fault injection on a copy of the site ------------------------------------
+
+
+def _first(pages: list[str], lang: str, marker: str, html: Path) -> str:
+    for path in pages:
+        if path.startswith(f"chapters/{lang}/") and marker in (html / path).read_text(encoding="utf-8"):
+            return path
+    pytest.fail(f"no {lang} chapter page contains {marker!r}")
+
+
+def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path}: {old!r} not found"
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def faulty(site, tmp_path_factory):
+    """A copy of the site with one fault per page, served from a second server."""
+    root = tmp_path_factory.mktemp("faulty") / "html"
+    shutil.copytree(site, root)
+    pages = {
+        "explorer": _first(PAGES, "en", 'class="gradbook-explorer"', root),
+        "outside": PAGES[-1],
+        "switch": _first(PAGES, "zh", "gradbook-lang-switch", root),
+        "console": PAGES[0],
+    }
+    # (a) the explorer script does nothing
+    (root / "_static" / "gradbook-explorer.js").write_text("/* no-op (fault injection) */\n", encoding="utf-8")
+    # (b) an image from another host
+    _edit(root / pages["outside"], "</body>", f'<img src="{OUTSIDE_URL}" alt=""></body>')
+    # (c) no language switch
+    page = root / pages["switch"]
+    text = page.read_text(encoding="utf-8")
+    text, n = re.subn(r'<p class="gradbook-lang-switch">.*?</p>', "", text, flags=re.S)
+    assert n, f"{page}: no language switch to remove"
+    page.write_text(text, encoding="utf-8")
+    # (d) an uncaught exception and MathJax missing
+    _edit(root / pages["console"], "</body>", f'<script>throw new Error("{FAULT_ERROR}")</script></body>')
+    _edit(root / pages["console"], "_static/mathjax/tex-mml-chtml.js", "_static/mathjax/missing.js")
+    with bc.serve(root) as base:
+        yield base, pages
+
+
+def test_broken_explorer_script_is_detected(browser, faulty):
+    base, pages = faulty
+    with bc.open_page(browser, base, pages["explorer"], settle=False) as visit:
+        problems = bc.explorer_problems(visit.page)
+    print("\n".join(problems))
+    assert problems, "a no-op explorer script went unnoticed"
+    assert all("did not change the curves" in p for p in problems), problems
+    assert any("explorer gradbook-explorer-" in p and "control" in p for p in problems), problems
+
+
+def test_request_to_another_host_is_blocked_and_reported(browser, faulty):
+    base, pages = faulty
+    with bc.open_page(browser, base, pages["outside"]) as visit:
+        problems = bc.outside_problems(visit)
+        failed = dict(visit.failed)
+    print("\n".join(problems))
+    assert problems == [f"request to another host (blocked): {OUTSIDE_URL}"], problems
+    # Aborted by the guard inside the browser (Chromium says ERR_BLOCKED_BY_CLIENT.Inspector:
+    # blocked through DevTools interception), not a DNS failure on its way out.
+    assert failed.get(OUTSIDE_URL, "").startswith(bc.BLOCKED), failed
+
+
+def test_missing_language_switch_is_detected(browser, faulty):
+    base, pages = faulty
+    with bc.open_page(browser, base, pages["switch"], settle=False) as visit:
+        problems = bc.language_switch_problems(visit)
+    assert problems == ["no language switch link (p.gradbook-lang-switch a)"], problems
+
+
+def test_console_error_and_unrendered_math_are_detected(browser, faulty):
+    base, pages = faulty
+    with bc.open_page(browser, base, pages["console"], settle=False) as visit:
+        console = bc.console_problems(visit)
+        math = bc.math_problems(visit.page)
+    print("\n".join(console + math))
+    assert any(FAULT_ERROR in p for p in console), console
+    assert any("missing.js" in p and "404" in p for p in console), console  # the failed script load
+    assert math and "MathJax did not load" in math[0], math
+
+
+def test_weight_budget_is_enforced(browser, server):
+    if PAGES[0] not in WEIGHTS:
+        with bc.open_page(browser, server, PAGES[0]) as visit:
+            WEIGHTS[PAGES[0]] = bc.page_weight(visit)
+    weight = WEIGHTS[PAGES[0]]
+    assert weight.total > 1000 and bc.weight_problems(weight) == []
+    problems = bc.weight_problems(weight, budget=1000)
+    assert problems and "exceeds the budget" in problems[0], problems
+
+
+def test_search_checks_the_language(browser, server):
+    if "梯度" not in SEARCHES:
+        SEARCHES["梯度"], _ = bc.search(browser, server, "梯度", f"chapters/zh/{bc.chapters()['zh'][0]}.html")
+    assert bc.search_problems(SEARCHES["梯度"], "梯度", "zh", PAGES) == []
+    problems = bc.search_problems(SEARCHES["梯度"], "梯度", "en", PAGES)  # no English chapter says 梯度
+    assert problems and "no en chapter page" in problems[0], problems
+    assert bc.search_problems([], "梯度", "zh", PAGES) == ["search for '梯度' returned no results"]
