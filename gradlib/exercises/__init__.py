@@ -7,7 +7,9 @@ English and the Chinese notebook)::
 
 Each check calls the reader's answer on kink points and random inputs,
 compares with a reference and returns a :class:`Feedback` whose message says
-what is wrong and where.  Reference solutions are not in this package: they
+what is wrong and where.  ``answer_name(id)`` is the name of the function the
+reader defines for an exercise (``"second_derivative"``); ``gradlib.grade``
+finds the answers in a student's notebook by it.  Reference solutions are not in this package: they
 live, hidden, in the chapters.
 """
 
@@ -15,14 +17,14 @@ import importlib
 import pkgutil
 import re
 
-from ._core import CHECKS, Feedback, run_check
+from ._core import CHECKS, Feedback, answer_name, run_check
 
 # Each chapter's checks live in a module chNN.py that registers them on import.
 for _module in pkgutil.iter_modules(__path__):
     if re.fullmatch(r"ch\d\d", _module.name):
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Feedback", "check", "exercise_ids"]
+__all__ = ["Feedback", "answer_name", "check", "exercise_ids"]
 
 
 def check(exercise_id: str, answer, *, lang: str = "en") -> Feedback:

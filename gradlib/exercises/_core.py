@@ -173,17 +173,32 @@ def kink_and_random_points(kinks: Sequence[float], *, low: float = -3.0, high: f
 
 CHECKS: Dict[str, Tuple[Callable, Mapping]] = {}
 
+# The name of the function the reader defines for each exercise
+# ("ch01-ex2" -> "second_derivative"): the grader looks the answer up by it.
+ANSWERS: Dict[str, str] = {}
 
-def exercise(exercise_id: str, messages: Mapping[str, Mapping[str, str]]):
+
+def exercise(exercise_id: str, messages: Mapping[str, Mapping[str, str]], *,
+             answer: Optional[str] = None):
     """Register ``check(answer, lang) -> str`` (the success message) under an id.
 
     The check raises :class:`Mismatch` with the reader-facing message on the
-    first problem it finds.
+    first problem it finds.  ``answer`` is the name of the function the
+    reader defines in the chapter's check cell (e.g. ``"second_derivative"``).
     """
     def decorator(check: Callable):
         CHECKS[exercise_id] = (check, messages)
+        if answer is not None:
+            ANSWERS[exercise_id] = answer
         return check
     return decorator
+
+
+def answer_name(exercise_id: str) -> Optional[str]:
+    """The name of the reader's function for ``exercise_id``; None if not recorded."""
+    if exercise_id not in CHECKS:
+        raise ValueError(f"unknown exercise id {exercise_id!r}; known ids: {', '.join(sorted(CHECKS))}")
+    return ANSWERS.get(exercise_id)
 
 
 def run_check(exercise_id: str, answer: Any, *, lang: str = "en") -> Feedback:

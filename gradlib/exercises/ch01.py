@@ -32,7 +32,7 @@ CASES = [
 ]
 
 
-@exercise("ch01-ex2", MESSAGES)
+@exercise("ch01-ex2", MESSAGES, answer="second_derivative")
 def check_second_derivative(answer, lang):
     for text, f, x, expected in CASES:
         where = f"f(x) = {text}, x = {x}: "

@@ -183,7 +183,7 @@ def _ste_reference(x: np.ndarray):
     return np.sign(x).astype(np.float32), (np.abs(x) <= 1).astype(np.float32)
 
 
-@exercise("ch02-ex1", MESSAGES)
+@exercise("ch02-ex1", MESSAGES, answer="clipped_identity_ste")
 def check_clipped_identity_ste(answer, lang):
     def gradient_hint(x):
         return message(MESSAGES, "ste_inside" if abs(x) <= 1 else "ste_outside", lang)
@@ -206,7 +206,7 @@ SCALED_POINTS = kink_and_random_points([0.0, 1.5, -2.0], seed=3)
 SCALES = (0.5, -1.0, 0.0, 3.0)
 
 
-@exercise("ch02-ex2", MESSAGES)
+@exercise("ch02-ex2", MESSAGES, answer="scaled_gradient")
 def check_scaled_gradient(answer, lang):
     x = SCALED_POINTS
     for s in SCALES:
@@ -255,7 +255,7 @@ def _close(a, b):
     return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
 
-@exercise("ch02-ex4", MESSAGES)
+@exercise("ch02-ex4", MESSAGES, answer="td_loss")
 def check_td_loss(answer, lang):
     loss_word = message(MESSAGES, "loss_word", lang)
     for k, case in enumerate(TD_CASES, start=1):

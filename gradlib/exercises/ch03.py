@@ -107,7 +107,7 @@ def _validate_direct(result, x, lang):
         raise Mismatch(message(MESSAGES_EX1, "shape", lang, got=shape.as_list(), expected=list(x.shape)))
 
 
-@exercise("ch03-ex1", MESSAGES_EX1)
+@exercise("ch03-ex1", MESSAGES_EX1, answer="clipped_sign_grad")
 def check_clipped_sign_grad(answer, lang):
     register_gradient(ANSWER_NAME)(answer)  # re-registering replaces the previous answer
     x_np = POINTS_EX1
@@ -221,7 +221,7 @@ def _close(a, b):
     return np.allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-@exercise("ch03-ex2", MESSAGES_EX2)
+@exercise("ch03-ex2", MESSAGES_EX2, answer="naive_xnor_grad")
 def check_naive_xnor_grad(answer, lang):
     cases = _cases_ex2()
     for x, w in cases:

@@ -155,7 +155,7 @@ def _quant_reference(x, bits):
     return np.round(np.clip(x, 0.0, 1.0) * levels) / levels
 
 
-@exercise("ch04-ex1", MESSAGES)
+@exercise("ch04-ex1", MESSAGES, answer="fake_quant")
 def check_fake_quant(answer, lang):
     value_text, grad_text = message(COMMON, "forward", lang), message(COMMON, "gradient", lang)
     x_np, upstream = QUANT_POINTS, QUANT_UPSTREAM
@@ -196,7 +196,7 @@ def _sigmoid(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-@exercise("ch04-ex2", MESSAGES)
+@exercise("ch04-ex2", MESSAGES, answer="log1pexp")
 def check_log1pexp(answer, lang):
     value_text, grad_text = message(COMMON, "forward", lang), message(COMMON, "gradient", lang)
     x_np = LOG1PEXP_POINTS
@@ -265,7 +265,7 @@ def _norm_cases():
 NORM_CASES = _norm_cases()
 
 
-@exercise("ch04-ex3", MESSAGES)
+@exercise("ch04-ex3", MESSAGES, answer="safe_norm")
 def check_safe_norm(answer, lang):
     value_text, grad_text = message(COMMON, "forward", lang), message(COMMON, "gradient", lang)
     for v_np, u in NORM_CASES:

@@ -225,7 +225,7 @@ def binary_sign_reference(x: np.ndarray, clip: float) -> Tuple[np.ndarray, np.nd
     return _sign_pm1(x), (np.abs(x) <= clip).astype(np.float32)
 
 
-@exercise("ch05-ex1", MESSAGES)
+@exercise("ch05-ex1", MESSAGES, answer="binary_sign")
 def check_binary_sign(answer, lang):
     for clip in CLIPS:
         prefix = message(MESSAGES, "with_clip", lang, clip=fmt(clip))
@@ -281,7 +281,7 @@ def _index(i: int, shape) -> str:
     return "[" + ", ".join(str(k) for k in np.unravel_index(i, shape)) + "]"
 
 
-@exercise("ch05-ex2", MESSAGES)
+@exercise("ch05-ex2", MESSAGES, answer="dorefa_weights")
 def check_dorefa_weights(answer, lang):
     w, dy = DOREFA_W, DOREFA_UPSTREAM
     variants = set()
@@ -341,7 +341,7 @@ def approx_sign_reference(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return _sign_pm1(x), np.maximum(0.0, 2.0 - 2.0 * np.abs(x)).astype(np.float32)
 
 
-@exercise("ch05-ex3", MESSAGES)
+@exercise("ch05-ex3", MESSAGES, answer="approx_sign")
 def check_approx_sign(answer, lang):
     def hint(x):
         if abs(x) > 1:

@@ -271,7 +271,7 @@ def _lams_text() -> str:
     return "{" + ", ".join(fmt(v) for v in LAMS) + "}"
 
 
-@exercise("ch06-ex1", MESSAGES)
+@exercise("ch06-ex1", MESSAGES, answer="reverse_gradient")
 def check_reverse_gradient(answer, lang):
     _check_reversal(answer, lang)
     prefix = _text("with_lam", lang, lam=fmt(0.5), kind="")
@@ -284,7 +284,7 @@ def check_reverse_gradient(answer, lang):
     return _text("ex1_passed", lang, lams=_lams_text())
 
 
-@exercise("ch06-ex3", MESSAGES)
+@exercise("ch06-ex3", MESSAGES, answer="grl_trick")
 def check_grl_trick(answer, lang):
     _check_reversal(answer, lang)
     y = _compare(answer, EXACT_POINTS, 0.5, 0.5, lang=lang,
@@ -317,7 +317,7 @@ def _schedule_hint(got: float, p: float, lang: str) -> str:
     return ""
 
 
-@exercise("ch06-ex2", MESSAGES)
+@exercise("ch06-ex2", MESSAGES, answer="dann_lambda")
 def check_dann_lambda(answer, lang):
     last = None
     for p in PROGRESS:

@@ -1,0 +1,266 @@
+"""The grader (python -m gradlib.grade) on a class of small submissions.
+
+The submissions are built from the student edition of chapters 1 and 2,
+trimmed to the header, the setup cell and the exercise cells (the grader
+finds answers by name, so it grades a trimmed notebook like a whole one);
+all of them are graded in one call, two kernels at a time:
+
+* ch01, English: the reference solution pasted in;
+* ch01, Chinese: a typical wrong answer (the first derivative);
+* ch01, English: the check cell deleted, the answer defined in another cell;
+* ch02, English: a cell that raises, an answer whose cell raises before the
+  definition, an untouched stub;
+* ch02, English: an answer with ``while True: pass`` (its check cell loops
+  until the notebook's budget is spent, so the later cells never run);
+* a file that is not JSON, and a file that does not exist.
+"""
+
+import csv
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gradlib import exercises, grade
+from tools.notebooks import ROOT
+from tools.student_edition import CHECK_TAG, source_notebook, student_notebook
+
+TIMEOUT, CHECK_TIMEOUT = 40, 15
+SOLUTION_RANGE = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}", re.M | re.S)
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.M | re.S)
+CHECK_LINE = re.compile(r"""^gradlib\.exercises\.check\(.*\)\s*$""", re.M)
+
+
+def reference_solution(lang, chapter_file, exercise):
+    """The reference solution cell of ``exercise`` in the chapter source."""
+    text = (ROOT / "chapters" / lang / chapter_file).read_text(encoding="utf-8")
+    for block in SOLUTION_RANGE.findall(text):
+        for code in CODE_CELL.findall(block):
+            if f'check("{exercise}"' in code:
+                return code.strip("\n")
+    raise LookupError(exercise)
+
+
+def trimmed_student_edition(lang, chapter_file):
+    """The student edition, keeping the header, import-only cells and exercises."""
+    nb = student_notebook(source_notebook(ROOT / "chapters" / lang / chapter_file))
+
+    def keep(index, cell):
+        if index == 0 or CHECK_TAG in cell.metadata.get("tags", []):
+            return True
+        if cell.cell_type == "markdown":
+            return "{exercise}" in cell.source
+        lines = [l for l in cell.source.splitlines() if l.strip() and not l.startswith("#")]
+        return bool(lines) and all(re.match(r"(import|from) \w", l) for l in lines)
+
+    nb.cells = [cell for i, cell in enumerate(nb.cells) if keep(i, cell)]
+    return nb
+
+
+def check_cell(nb, exercise):
+    return next(c for c in nb.cells if c.metadata.get("gradbook", {}).get("exercise") == exercise)
+
+
+def setup_index(nb):
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "import gradlib" in c.source)
+
+
+FIRST_DERIVATIVE = '''\
+def second_derivative(f, x):
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)
+
+gradlib.exercises.check("ch01-ex2", second_derivative, lang="zh")
+'''
+
+
+def write(nb, path):
+    nbformat.write(nb, str(path))
+    return path
+
+
+def submissions(folder: Path):
+    ch01 = "01_gradients.md"
+    ch02 = "02_stop_gradient.md"
+    paths = {}
+
+    nb = trimmed_student_edition("en", ch01)
+    check_cell(nb, "ch01-ex2").source = reference_solution("en", ch01, "ch01-ex2")
+    paths["correct"] = write(nb, folder / "correct.ipynb")
+
+    nb = trimmed_student_edition("zh", ch01)
+    check_cell(nb, "ch01-ex2").source = FIRST_DERIVATIVE
+    paths["wrong"] = write(nb, folder / "wrong.ipynb")
+
+    nb = trimmed_student_edition("en", ch01)
+    nb.cells.remove(check_cell(nb, "ch01-ex2"))
+    answer = CHECK_LINE.sub("", reference_solution("en", ch01, "ch01-ex2")).strip()
+    nb.cells.append(nbformat.v4.new_code_cell(answer))
+    paths["deleted"] = write(nb, folder / "deleted.ipynb")
+
+    nb = trimmed_student_edition("en", ch02)
+    nb.cells.insert(setup_index(nb) + 1, nbformat.v4.new_code_cell("1 / 0"))
+    check_cell(nb, "ch02-ex1").source = reference_solution("en", ch02, "ch02-ex1")
+    cell = check_cell(nb, "ch02-ex2")
+    cell.source = 'raise RuntimeError("not finished")\n\n' + cell.source
+    paths["raising"] = write(nb, folder / "raising.ipynb")
+
+    nb = trimmed_student_edition("en", ch02)
+    cell = check_cell(nb, "ch02-ex1")
+    cell.source = cell.source.replace("...  # your code here", "while True:\n        pass")
+    paths["loop"] = write(nb, folder / "loop.ipynb")
+
+    paths["invalid"] = folder / "invalid.ipynb"
+    paths["invalid"].write_text('{"cells": [', encoding="utf-8")
+    paths["missing"] = folder / "missing.ipynb"
+    return paths
+
+
+def children():
+    """Live (non-zombie) child processes of this process."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("class")
+    paths = submissions(folder)
+    out = folder / "grades.csv"
+    before = children()
+    code = grade.main([str(p) for p in paths.values()]
+                      + ["--out", str(out), "--timeout", str(TIMEOUT), "--check-timeout", str(CHECK_TIMEOUT),
+                         "--jobs", "3"])
+    with out.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header, rows = reader.fieldnames, list(reader)
+    by_file = {}
+    for row in rows:
+        by_file.setdefault(Path(row["file"]).stem, []).append(row)
+    return {"code": code, "header": header, "rows": rows, "by_file": by_file,
+            "left_over": children() - before, "paths": paths}
+
+
+def one(graded, name):
+    rows = graded["by_file"][name]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_the_run_completes_with_exit_code_0_and_kills_every_kernel(graded):
+    assert graded["code"] == 0
+    assert graded["header"] == grade.COLUMNS
+    assert {"file", "exercise", "passed", "feedback"} <= set(graded["header"])
+    assert graded["left_over"] == set()
+
+
+def test_rows_follow_the_order_of_the_files(graded):
+    order = list(dict.fromkeys(Path(r["file"]).stem for r in graded["rows"]))
+    assert order == list(graded["paths"])
+    assert [r["exercise"] for r in graded["by_file"]["raising"]] == ["ch02-ex1", "ch02-ex2", "ch02-ex4"]
+
+
+def test_reference_solution_passes(graded):
+    row = one(graded, "correct")
+    assert row["exercise"] == "ch01-ex2" and row["answer"] == "second_derivative"
+    assert (row["status"], row["passed"], row["lang"], row["check_cell"]) == ("graded", "1", "en", "present")
+    assert row["feedback"].startswith("correct on 7 functions") and row["notes"] == ""
+
+
+def test_wrong_answer_fails_with_the_message_in_the_notebooks_language(graded):
+    row = one(graded, "wrong")
+    assert (row["status"], row["passed"], row["lang"]) == ("graded", "0", "zh")
+    assert row["feedback"] == "对 f(x) = x**3，在 x = 1.5 处你的二阶导数为 6.75，应为 9。"
+
+
+def test_deleted_check_cell_is_reported_and_the_answer_still_graded(graded):
+    row = one(graded, "deleted")
+    assert (row["status"], row["passed"], row["check_cell"]) == ("graded", "1", "deleted")
+    assert row["feedback"].startswith("the check cell for ch01-ex2 was deleted; graded `second_derivative` anyway")
+
+
+def test_cells_that_raise_do_not_stop_the_grading(graded):
+    ex1, ex2, ex4 = graded["by_file"]["raising"]
+    assert (ex1["status"], ex1["passed"]) == ("graded", "1")
+    assert (ex2["status"], ex2["passed"], ex2["answer"]) == ("not-defined", "0", "scaled_gradient")
+    assert ex2["feedback"].startswith("`scaled_gradient` is not defined")
+    assert (ex4["status"], ex4["passed"]) == ("graded", "0")
+    assert "returned None" in ex4["feedback"]
+    assert ex1["notes"].startswith("cell 3 (`1 / 0`) raised ZeroDivisionError: division by zero; cell 7 (`raise")
+    assert "RuntimeError: not finished" in ex1["notes"] and ex1["notes"] == ex4["notes"]
+
+
+def test_a_notebook_that_loops_forever_is_stopped(graded):
+    ex1, ex2, ex4 = graded["by_file"]["loop"]
+    assert all(r["status"] == "timeout" and r["passed"] == "0" for r in (ex1, ex2, ex4))
+    assert ex1["feedback"] == f"the check of `clipped_identity_ste` did not finish within {CHECK_TIMEOUT} s: " \
+                              "does it loop forever?"
+    assert ex2["feedback"].startswith(f"`scaled_gradient` is not defined: the notebook ran out of time ({TIMEOUT} s)")
+    assert ex1["notes"] == (f"cell 4 (`def clipped_identity_ste(x):`) was stopped after the notebook's {TIMEOUT} s; "
+                            "2 later code cells were not run")
+
+
+def test_invalid_and_missing_files_get_one_row_each(graded):
+    invalid, missing = one(graded, "invalid"), one(graded, "missing")
+    assert (invalid["status"], invalid["exercise"], invalid["passed"]) == ("invalid-notebook", "", "0")
+    assert invalid["feedback"].startswith("not a valid notebook: not valid JSON")
+    assert (missing["status"], missing["feedback"]) == ("file-not-found", "file not found")
+
+
+# -- without a kernel ---------------------------------------------------------------
+
+def test_chapter_and_language_are_found_without_check_cells():
+    nb = trimmed_student_edition("zh", "02_stop_gradient.md")
+    info = grade.inspect_notebook(nb)
+    assert (info.chapters, info.lang, sorted(info.checks)) == (["ch02"], "zh", ["ch02-ex1", "ch02-ex2", "ch02-ex4"])
+    assert info.checks["ch02-ex2"]["answer"] == "scaled_gradient"
+    nb.cells = [c for c in nb.cells if CHECK_TAG not in c.metadata.get("tags", [])]
+    info = grade.inspect_notebook(nb)  # from the notebook metadata
+    assert (info.chapters, info.lang, info.checks) == (["ch02"], "zh", {})
+    nb.metadata = {}
+    info = grade.inspect_notebook(nb)  # from the exercise labels
+    assert (info.chapters, info.lang) == (["ch02"], "zh")
+    assert grade.chapter_exercises(info.chapters) == ["ch02-ex1", "ch02-ex2", "ch02-ex4"]
+
+
+def test_check_calls_are_parsed():
+    source = 'x = 1\ngradlib.exercises.check("ch01-ex2", second_derivative,\n    lang="zh")\ncheck("ch03-ex1", f)'
+    assert grade.check_calls(source) == [{"exercise": "ch01-ex2", "answer": "second_derivative", "lang": "zh"}]
+    assert grade.check_calls('exercises.check("ch02-ex1", lambda x: x)') == [
+        {"exercise": "ch02-ex1", "answer": None, "lang": None}]
+
+
+def test_a_notebook_without_exercises_gets_one_row(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(1)")]
+    path = write(nb, tmp_path / "empty.ipynb")
+    rows = grade.grade([path], lang="zh")
+    assert [(r["status"], r["lang"], r["exercise"]) for r in rows] == [("no-exercises", "zh", "")]
+
+
+@pytest.mark.parametrize("argv", [[], ["a.ipynb"], ["a.ipynb", "--out", "g.csv", "--timeout", "0"],
+                                  ["a.ipynb", "--out", "g.csv", "--jobs", "0"],
+                                  ["a.ipynb", "--out", "g.csv", "--kernel", "no-such-kernel"]])
+def test_usage_errors_exit_with_2(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        grade.main(argv)
+    assert stop.value.code == 2
+    assert not (tmp_path / "g.csv").exists()
+
+
+def test_every_exercise_of_the_test_chapters_has_an_answer_name():
+    assert exercises.answer_name("ch01-ex2") == "second_derivative"
+    assert exercises.answer_name("ch02-ex1") == "clipped_identity_ste"
