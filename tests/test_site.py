@@ -13,16 +13,15 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-import yaml
 from bs4 import BeautifulSoup
 
+from tools.browsercheck import chapters, toc_files
 from tools.sitecheck import log_noise
 
 pytestmark = pytest.mark.site
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = Path(os.environ.get("GRADBOOK_HTML", ROOT / "_build" / "html"))  # override for a build elsewhere
-CHAPTER = re.compile(r"^chapters/(en|zh)/([^/]+)$")
 FAKE_STDERR = (
     '<div class="cell_output docutils container">'
     '<div class="output stderr highlight-myst-ansi notranslate"><div class="highlight">'
@@ -36,35 +35,6 @@ def html() -> Path:
     if not (HTML / "index.html").is_file():
         pytest.fail(f"{HTML} has no built site: run `make book` first")
     return HTML
-
-
-def toc_files() -> list[str]:
-    """``root`` and every ``file`` entry of _toc.yml, in order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    found.append(str(node[key]).removesuffix(".md").removesuffix(".ipynb"))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return found
-
-
-def chapters() -> dict[str, list[str]]:
-    """Chapter docnames in the toc, by language."""
-    by_lang = {"en": [], "zh": []}
-    for doc in toc_files():
-        if match := CHAPTER.match(doc):
-            by_lang[match[1]].append(match[2])
-    return by_lang
 
 
 def soup(page: Path) -> BeautifulSoup:
