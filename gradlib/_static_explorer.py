@@ -46,17 +46,6 @@ def _round(values: np.ndarray) -> List:
     return out
 
 
-def _limits(series: Sequence[Sequence]) -> Tuple[float, float]:
-    finite = [v for values in series for v in values if v is not None]
-    if not finite:
-        return -1.0, 1.0
-    lo, hi = min(finite), max(finite)
-    if hi - lo < 1e-9:
-        lo, hi = lo - 1.0, hi + 1.0
-    pad = 0.06 * (hi - lo)
-    return lo - pad, hi + pad
-
-
 def _ticks(lo: float, hi: float, count: int = 5) -> List[float]:
     raw = (hi - lo) / count
     magnitude = 10 ** math.floor(math.log10(raw))
@@ -99,7 +88,7 @@ def render(explorer, element_id: str) -> str:
     all_frames = frames(explorer)
     xs = _round(explorer.x)
     xlim = (min(v for v in xs if v is not None), max(v for v in xs if v is not None))
-    ylims = [_limits([f[p] for f in all_frames.values()]) for p in (0, 1)]
+    ylims = [tuple(float(f"{v:.{SIGNIFICANT}g}") for v in lim) for lim in explorer.limits()]
     default = [explorer.controls[n].index(explorer.values[n]) for n in names]
     key = ",".join(map(str, default))
     data = {

@@ -36,6 +36,19 @@ def _building_book() -> bool:
     return os.environ.get("GRADBOOK_BUILD") == "1"
 
 
+def padded_limits(values) -> Tuple[float, float]:
+    """(low, high) of the finite values, padded by 6 %; (-1, 1) when there are none."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return -1.0, 1.0
+    low, high = float(finite.min()), float(finite.max())
+    if high - low < 1e-9:
+        low, high = low - 1.0, high + 1.0
+    pad = 0.06 * (high - low)
+    return low - pad, high + pad
+
+
 def plot_curves(fn: Callable, x, *, axes=None, label: Optional[str] = None, **line_kwargs):
     """Plot the forward curve of ``fn`` and its TensorFlow derivative side by side.
 
@@ -96,6 +109,9 @@ class Explorer:
         self.x = np.asarray(x)
         self._figure = None
         self._lines = None
+        self._title_artist = None
+        self._background = None
+        self._limits = None
         self._y, self._dydx = self._compute(self.values)
 
     # -- data -------------------------------------------------------------
@@ -116,29 +132,64 @@ class Explorer:
     def _title(self) -> str:
         return ",  ".join(f"{self.labels[n]} = {v}" for n, v in self.values.items())
 
+    def limits(self):
+        """Fixed y-limits of the two panels, over every combination of control values.
+
+        Computed once (each combination is one cheap TensorFlow evaluation), so
+        the axes never move: the curve moves against them, and a live redraw
+        only has to repaint the curves (see :meth:`png`).
+        """
+        if self._limits is None:
+            frames = [self._compute(values) for values in self.combinations()]
+            self._limits = [padded_limits(np.concatenate([f[panel].ravel() for f in frames]))
+                            for panel in (0, 1)]
+        return self._limits
+
     @property
     def figure(self):
         if self._figure is None:
-            import matplotlib.pyplot as plt
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
 
-            # A fixed layout (no constrained layout, no tight bounding box) keeps
-            # a live redraw to one Agg render: see widget() and `make bench`.
-            fig, axes = plt.subplots(1, 2, figsize=FIGSIZE)
+            fig = Figure(figsize=FIGSIZE, dpi=DPI)
+            FigureCanvasAgg(fig)
+            axes = fig.subplots(1, 2)
             fig.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.8, wspace=0.22)
             _style_axes(axes)
-            forward, = axes[0].plot(self.x, self._y, color="C0")
-            backward, = axes[1].plot(self.x, self._dydx, color="C1")
+            for ax, ylim in zip(axes, self.limits()):
+                ax.set_xlim(float(self.x.min()), float(self.x.max()))
+                ax.set_ylim(*ylim)
+            # The curves and the control line are "animated": drawn on top of a
+            # cached background, so a live redraw repaints only them.
+            forward, = axes[0].plot(self.x, self._y, color="C0", animated=True)
+            backward, = axes[1].plot(self.x, self._dydx, color="C1", animated=True)
+            self._title_artist = axes[0].text(1.11, 1.2, self._title(), transform=axes[0].transAxes,
+                                              ha="center", fontsize="large", animated=True)
             self._figure, self._lines = fig, (forward, backward)
-            fig.suptitle(self._title())
-            plt.close(fig)  # shown explicitly, never twice by the inline backend
         return self._figure
 
     def png(self) -> bytes:
-        """The figure as PNG bytes, rendered once with the fixed layout."""
+        """The figure as PNG bytes.
+
+        The first call draws everything and caches the background (frame,
+        ticks, labels); later calls restore it and draw only the curves and
+        the control line on top, then encode the canvas.
+        """
         import io
 
+        from PIL import Image
+
+        figure = self.figure
+        canvas = figure.canvas
+        if self._background is None:
+            canvas.draw()
+            self._background = canvas.copy_from_bbox(figure.bbox)
+        else:
+            canvas.restore_region(self._background)
+        for artist in (*self._lines, self._title_artist):
+            figure.draw_artist(artist)
         buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=DPI)
+        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
         return buffer.getvalue()
 
     def update(self, **values) -> "Explorer":
@@ -153,10 +204,7 @@ class Explorer:
             forward, backward = self._lines
             forward.set_ydata(self._y)
             backward.set_ydata(self._dydx)
-            for ax in self._figure.axes:
-                ax.relim()
-                ax.autoscale_view()
-            self._figure.suptitle(self._title())
+            self._title_artist.set_text(self._title())
         return self
 
     # -- display ----------------------------------------------------------
