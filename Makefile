@@ -16,11 +16,12 @@ export TF_CPP_MIN_LOG_LEVEL  := 2
 export TF_ENABLE_ONEDNN_OPTS := 0
 export PYTHONHASHSEED        := 0
 
-.PHONY: help venv book browser test serve bench notebooks lock clean student grade
+.PHONY: help venv colab-env book browser test serve bench notebooks lock clean student grade
 
 help:
 	@echo "make book       build the site into _build/html (executes every chapter)"
-	@echo "make test       build, then run every test"
+	@echo "make test       build, then run every test (TensorFlow 2.21, then gradlib's tests on 2.19)"
+	@echo "make colab-env  create .venv-colab: Colab's packages on TensorFlow 2.19, without gradlib"
 	@echo "make browser    install Debian's Chromium for the browser tests (apt-get, as root)"
 	@echo "make serve      preview the built site on http://localhost:$(PORT)"
 	@echo "make bench      time cold/warm builds and each chapter against the import floor"
@@ -37,6 +38,20 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	@touch $@
 
 venv: $(STAMP)
+
+# A Colab-like environment on the oldest supported TensorFlow (2.19), without
+# gradlib: the chapter notebooks install it themselves there (tools/colab_sim.py),
+# and gradlib's unit tests run there too.
+COLAB       := .venv-colab
+COLAB_STAMP := $(COLAB)/.gradbook-installed
+
+$(COLAB_STAMP): requirements/colab.txt
+	@test -x $(COLAB)/bin/python || $(PYTHON) -m venv $(COLAB)
+	$(COLAB)/bin/python -m pip install --quiet --upgrade "pip>=24"
+	$(COLAB)/bin/python -m pip install --quiet -r requirements/colab.txt
+	@touch $@
+
+colab-env: $(COLAB_STAMP)
 
 # The execution cache keys on each notebook's code, not on gradlib's: when
 # gradlib changes, cached outputs would be stale, so the build starts afresh.
@@ -58,8 +73,11 @@ book: $(STAMP) $(NODE_STAMP)
 browser:
 	@test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-test: book browser
+# Every test on TensorFlow 2.21 (the simulated Colab run included), then
+# gradlib's own tests again on TensorFlow 2.19 (the site is tested once).
+test: book browser colab-env
 	$(BIN)/python -m pytest
+	PYTHONPATH=$(CURDIR) $(COLAB)/bin/python -m pytest -p no:cacheprovider -m "not site and not colab"
 
 serve: book
 	$(BIN)/python -m http.server --directory _build/html $(PORT)
@@ -68,6 +86,7 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench.py
 
 notebooks: $(STAMP)
+	$(BIN)/python tools/colab.py --write
 	$(BIN)/python tools/notebooks.py --write
 
 student: $(STAMP)

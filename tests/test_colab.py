@@ -1,0 +1,123 @@
+"""Colab wiring: one source of truth (_config.yml) for install cells and launch links."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+
+from tools import colab, colab_sim
+from tools.browsercheck import chapters
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+
+
+def test_install_cells_follow_config():
+    assert colab.stale(ROOT) == []
+    url, ref = colab.repository(ROOT)
+    for path in colab.chapter_sources(ROOT):
+        text = path.read_text(encoding="utf-8")
+        assert f'"gradlib @ git+{url}@{ref}"' in text, path
+        assert "tensorflow" not in colab.install_cell(path.parent.name, ROOT).lower()  # Colab's TF is used as is
+
+
+def test_changing_the_config_makes_every_cell_stale_until_rewritten(tmp_path):
+    shutil.copytree(ROOT / "chapters", tmp_path / "chapters")
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8").replace("branch: main", "branch: v9.9.9")
+    (tmp_path / "_config.yml").write_text(config, encoding="utf-8")
+    assert len(colab.stale(tmp_path)) == len(colab.chapter_sources(tmp_path)) > 0
+    colab.write(tmp_path)
+    assert colab.stale(tmp_path) == []
+    assert "git+https://github.com/gradbook/gradbook@v9.9.9" in (tmp_path / "chapters/zh/01_gradients.md").read_text(encoding="utf-8")
+
+
+def test_install_cell_does_nothing_off_colab_and_installs_the_override(tmp_path, monkeypatch):
+    cell = colab.install_cell("en", ROOT)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda args, check: calls.append(args))
+    monkeypatch.delenv("GRADBOOK_INSTALL_SOURCE", raising=False)
+    exec(cell, {})
+    assert calls == []  # not on Colab: nothing happens
+    monkeypatch.setenv("GRADBOOK_INSTALL_SOURCE", str(tmp_path))
+    exec(cell, {})
+    assert calls and calls[0][-1] == str(tmp_path) and calls[0][1:4] == ["-m", "pip", "install"]
+
+
+@pytest.mark.site
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_chapter_page_links_to_its_notebook_on_colab(lang):
+    if not (HTML / "index.html").is_file():
+        pytest.fail(f"{HTML} has no built site: run `make book` first")
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    for name in chapters()[lang]:
+        page = BeautifulSoup((HTML / "chapters" / lang / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
+        links = {a["href"] for a in page.select("a[href]") if "colab.research.google.com" in a["href"]}
+        md = ROOT / "chapters" / lang / f"{name}.md"
+        assert links == {colab.colab_url(md, ROOT)}, (name, links)
+        target = re.sub(r"^.*/blob/[^/]+/", "", next(iter(links)))
+        assert target in tracked and (ROOT / target).is_file(), f"{target} is not in the repository"
+
+
+# -- the simulated Colab run (TensorFlow 2.19, no gradlib until the notebook installs it) --
+
+COLAB_PYTHON = ROOT / ".venv-colab" / "bin" / "python"
+
+
+def _simulate(tmp_path, *notebooks):
+    if not COLAB_PYTHON.is_file():
+        pytest.fail(f"{COLAB_PYTHON} is missing: run `make colab-env` (make test does)")
+    out = tmp_path / "results.json"
+    run = subprocess.run([str(COLAB_PYTHON), str(ROOT / "tools" / "colab_sim.py"), "--json", str(out),
+                          *map(str, notebooks)], capture_output=True, text=True, cwd=tmp_path)
+    results = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else []
+    return run, results
+
+
+@pytest.fixture(scope="module")
+def colab_results(tmp_path_factory):
+    run, results = _simulate(tmp_path_factory.mktemp("colab"))
+    assert results, run.stdout[-2000:] + run.stderr[-2000:]
+    return {r["notebook"]: r for r in results}
+
+
+@pytest.mark.colab
+@pytest.mark.parametrize("notebook", [p.relative_to(ROOT).as_posix() for p in colab_sim.notebooks(ROOT)])
+def test_notebook_runs_as_on_colab(colab_results, notebook, record_property):
+    result = colab_results[notebook]
+    record_property("seconds", result.get("seconds"))
+    assert result["problems"] == [], result["problems"]
+    assert result["tensorflow"].startswith("2.19."), result  # the oldest supported release
+    assert "site-packages" in result["gradlib"], result  # installed by the notebook's first cell
+
+
+@pytest.mark.colab
+def test_simulation_fails_a_notebook_without_the_install_cell(tmp_path):
+    source = ROOT / "chapters" / "en" / "index.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells = [c for c in nb.cells if "GRADBOOK_INSTALL_SOURCE" not in "".join(c.source)]
+    broken = tmp_path / "no_install.ipynb"
+    nbformat.write(nb, broken)
+    run, results = _simulate(tmp_path, broken)
+    assert run.returncode == 1 and len(results) == 1
+    assert "ModuleNotFoundError" in results[0]["problems"][0], results
+
+
+def test_package_changes_are_reported():
+    before = {"tensorflow-cpu": "2.19.0", "ipywidgets": "7.7.1", "numpy": "2.0.2"}
+    after = {"tensorflow-cpu": "2.19.0", "ipywidgets": "8.1.9", "comm": "0.2.3", "numpy": "2.0.2"}
+    assert colab_sim.changes(before, after) == ["comm: absent -> 0.2.3", "ipywidgets: 7.7.1 -> 8.1.9"]
+    assert colab_sim.changes(before, dict(before)) == []
+
+
+def test_first_code_cell_of_every_notebook_is_the_install_cell():
+    for path in colab_sim.notebooks(ROOT):
+        nb = nbformat.read(path, as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "code")
+        assert "GRADBOOK_INSTALL_SOURCE" in first.source and "pip" in first.source, path
