@@ -81,6 +81,7 @@ import argparse
 import asyncio
 import atexit
 import base64
+import concurrent.futures
 import csv
 import dataclasses
 import json
@@ -587,8 +588,19 @@ async def grade_files(paths: Sequence, *, jobs: int = 1, progress=None, **option
 
 
 def grade(paths: Sequence, **options) -> List[Dict[str, Any]]:
-    """Synchronous :func:`grade_files`: grade the notebooks at ``paths``, return the rows."""
-    return asyncio.run(grade_files(list(paths), **options))
+    """Synchronous :func:`grade_files`: grade the notebooks at ``paths``, return the rows.
+
+    Works in a script and in a Jupyter cell alike: where an event loop is
+    already running (as in a notebook), the grading runs on its own loop in
+    a worker thread.  In a notebook, ``await grade_files(...)`` does the same.
+    """
+    paths = list(paths)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(grade_files(paths, **options))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(grade_files(paths, **options))).result()
 
 
 def write_csv(rows: Sequence[Dict[str, Any]], out: Path) -> None:

@@ -15,6 +15,7 @@ all of them are graded in one call, two kernels at a time:
 * a file that is not JSON, and a file that does not exist.
 """
 
+import asyncio
 import csv
 import os
 import re
@@ -264,3 +265,15 @@ def test_usage_errors_exit_with_2(argv, tmp_path, monkeypatch, capsys):
 def test_every_exercise_of_the_test_chapters_has_an_answer_name():
     assert exercises.answer_name("ch01-ex2") == "second_derivative"
     assert exercises.answer_name("ch02-ex1") == "clipped_identity_ste"
+
+
+def test_grade_works_inside_a_running_event_loop(tmp_path):
+    """As in a Jupyter cell, where asyncio.run() alone would refuse to start."""
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{not json", encoding="utf-8")
+
+    async def in_a_notebook_cell():
+        return grade.grade([broken])
+
+    rows = asyncio.run(in_a_notebook_cell())
+    assert [(r["status"], r["passed"]) for r in rows] == [("invalid-notebook", 0)]

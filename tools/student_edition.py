@@ -62,7 +62,7 @@ HEADER = {
             "`gradlib.exercises.check(\"chNN-exK\", ...)`, which are tagged `gradbook-check`. The grader "
             "reports a deleted check cell.",
             "**To run the checks**, run the notebook from the top: *Runtime → Run all* on Colab, "
-            "*Run → Run All Cells* in Jupyter. Each check cell prints ✓ or ✗ and what is wrong; after "
+            "*Run → Run All Cells* in Jupyter. Each check cell shows ✅ or ❌ (✓ or ✗ as plain text) and what is wrong; after "
             "changing an answer, run its cell again. The grader runs your notebook the same way, from the "
             "top in a fresh kernel, then runs the same checks: everything your answers need must be "
             "defined in the notebook.",
@@ -79,7 +79,7 @@ HEADER = {
             "**不要删除检查单元格**：即以 `gradlib.exercises.check(\"chNN-exK\", ...)` 结尾、带有 "
             "`gradbook-check` 标签的代码单元格。评分程序会报告被删除的检查单元格。",
             "**运行检查**：从头运行整个 notebook（Colab 中选择“代码执行程序 → 全部运行”，Jupyter 中选择 "
-            "*Run → Run All Cells*）。每个检查单元格会输出 ✓ 或 ✗，并指出错误所在；修改答案后，重新运行该单元格即可。"
+            "*Run → Run All Cells*）。每个检查单元格会显示 ✅ 或 ❌（纯文本中为 ✓ 或 ✗），并指出错误所在；修改答案后，重新运行该单元格即可。"
             "评分程序也以同样的方式在全新的内核中从头运行你的 notebook，再运行同样的检查：你的答案所需的一切都必须在 "
             "notebook 中定义。",
         ],
