@@ -1,0 +1,102 @@
+"""Reliability gates: every chapter survives restart-and-run-all and a second
+"Run all" in the same kernel, and a fresh run reproduces the build's outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from tools import reliability
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Demo
+"""
+
+
+def chapter(tmp_path: Path, *cells: str) -> Path:
+    md = tmp_path / "demo.md"
+    md.write_text(HEADER + "".join(f"\n```{{code-cell}} ipython3\n{c}\n```\n" for c in cells), encoding="utf-8")
+    return md
+
+
+def problems_of(md: Path):
+    """Check ``md`` against a first fresh run of itself (standing in for the build)."""
+    reference, problems = reliability.run_twice(jupytext.read(md), md.parent)
+    return problems or reliability.check_chapter(md, reference=reference)
+
+
+@pytest.mark.site
+@pytest.mark.parametrize("md", [p.relative_to(ROOT).as_posix() for p in reliability.chapter_sources(ROOT)])
+def test_chapter_is_rerunnable_and_deterministic(md):
+    assert reliability.check_chapter(ROOT / md) == []
+
+
+def test_a_deterministic_chapter_passes(tmp_path):
+    md = chapter(tmp_path, "import random\nrandom.seed(0)\nprint(random.random())")
+    assert problems_of(md) == []
+
+
+def test_an_untagged_raising_cell_is_caught(tmp_path):
+    found = problems_of(chapter(tmp_path, "raise ValueError('not tagged raises-exception')"))
+    assert found and found[0].startswith("restart and run all: code cell 0 raised") and "ValueError" in found[0], found
+
+
+def test_a_non_deterministic_cell_is_caught(tmp_path):
+    md = chapter(tmp_path, "x = 1", "import random\nprint(random.random())")
+    found = problems_of(md)
+    assert len(found) == 1 and "code cell 1: output differs between runs" in found[0], found
+
+
+def test_marked_timing_figures_may_differ(tmp_path):
+    md = chapter(tmp_path, "import random\nprint(f'epochs |████| 3/3 [{random.uniform(1, 9):.1f} s]')")
+    assert problems_of(md) == []
+
+
+def test_a_cell_that_fails_on_rerun_is_caught(tmp_path):
+    md = chapter(tmp_path, "import tensorflow as tf",
+                 "@tf.RegisterGradient('GradbookRerunDemo')\ndef _grad(op, dy):\n    return dy")
+    found = problems_of(md)
+    assert len(found) == 1 and found[0].startswith("run all again: code cell 1 raised"), found
+    assert "GradbookRerunDemo" in found[0] or "KeyError" in found[0], found
+
+
+def test_a_cell_that_needs_a_later_cell_fails_restart_and_run_all(tmp_path):
+    md = chapter(tmp_path, "print(helper())", "def helper():\n    return 1")
+    found = problems_of(md)
+    assert found and found[0].startswith("restart and run all: code cell 0 raised") and "NameError" in found[0], found
+
+
+def test_tagged_raising_cells_are_allowed(tmp_path):
+    md = tmp_path / "demo.md"
+    md.write_text(HEADER + "\n```{code-cell} ipython3\n:tags: [raises-exception]\n\nraise ValueError('on purpose')\n```\n",
+                  encoding="utf-8")
+    assert problems_of(md) == []
+
+
+def test_outputs_are_normalised():
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="a "),
+        nbformat.v4.new_output("stream", name="stderr", text="noise"),
+        nbformat.v4.new_output("stream", name="stdout", text="b [3.2 s]"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "1", "image/png": "AAAA"}, execution_count=1),
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("m"), cell])
+    out = reliability.normalised_outputs(nb)
+    assert out[0] == (0, "stdout: a b [timing]")
+    assert out[1][1].startswith("image/png: sha256 ") and out[2] == (0, "text/plain: 1")
