@@ -6,8 +6,11 @@ wrong parameter gives an error naming the argument, never a silent result.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+import numbers
+from typing import Any, Callable, Optional
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -43,3 +46,45 @@ def callable_arg(fn: Any, name: str) -> Callable:
 def same_shape(a: tf.Tensor, b: tf.Tensor, what_a: str, what_b: str) -> None:
     if a.shape.is_fully_defined() and b.shape.is_fully_defined() and a.shape != b.shape:
         raise ValueError(f"{what_a} has shape {a.shape.as_list()} but {what_b} has shape {b.shape.as_list()}; they must match")
+
+
+def real_number(value: Any, name: str, *, minimum: Optional[float] = None, positive: bool = False) -> float:
+    """Return ``value`` as a finite float or raise a ValueError naming ``name``.
+
+    Bools are refused (``True`` is an int in Python, never a meant number);
+    ``positive`` asks for ``> 0``, ``minimum`` for ``>= minimum``.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"`{name}` must be a finite real number; got {value!r}")
+    if positive and not value > 0:
+        raise ValueError(f"`{name}` must be a positive number; got {value!r}")
+    if minimum is not None and not value >= minimum:
+        wanted = "a non-negative number" if minimum == 0 else f"a number >= {minimum:g}"
+        raise ValueError(f"`{name}` must be {wanted}; got {value!r}")
+    return float(value)
+
+
+def integer(value: Any, name: str, *, minimum: int = 1, maximum: Optional[int] = None) -> int:
+    """Return ``value`` as an int in ``[minimum, maximum]`` or raise a ValueError naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum or (
+            maximum is not None and value > maximum):
+        wanted = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+        if maximum is not None:
+            wanted = f"an integer from {minimum} to {maximum}"
+        raise ValueError(f"`{name}` must be {wanted}; got {value!r}")
+    return int(value)
+
+
+def seed(value: Any, name: str = "seed") -> int:
+    """A seed for ``numpy.random.default_rng``: a non-negative integer."""
+    return integer(value, name, minimum=0)
+
+
+def flag(value: Any, name: str) -> bool:
+    """Return ``value`` if it is a bool, else raise a TypeError naming ``name``.
+
+    A string such as ``"False"`` is truthy, so it is refused rather than read.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False; got {value!r}")
+    return bool(value)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from ._validate import callable_arg
+from ._validate import callable_arg, real_number
 
 __all__ = ["GradientCheck", "GradientError", "check_gradient", "strict_custom_gradient"]
 
@@ -103,15 +103,15 @@ def check_gradient(fn: Callable, x, *, atol: float = 1e-5, rtol: float = 1e-3,
 
     Raises:
         TypeError: ``fn`` not callable, ``x`` not real, or ``fn`` failing on float64.
-        ValueError: a negative tolerance or a non-positive ``delta``.
+        ValueError: a tolerance that is not a non-negative number, or a
+            ``delta`` that is not a positive number.
     """
     callable_arg(fn, "fn")
-    if atol < 0 or rtol < 0:
-        raise ValueError(f"`atol` and `rtol` must be non-negative; got atol={atol}, rtol={rtol}")
+    atol, rtol = real_number(atol, "atol", minimum=0), real_number(rtol, "rtol", minimum=0)
     if delta is None:
         delta = float(np.finfo(np.float64).eps ** (1 / 3))
-    elif not delta > 0:
-        raise ValueError(f"`delta` must be positive; got {delta}")
+    else:
+        delta = real_number(delta, "delta", positive=True)
     point = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
     if point.dtype.kind not in "iuf":
         raise TypeError(f"`x` must hold real numbers; got dtype {point.dtype}")
@@ -208,10 +208,11 @@ def _parameter_names(f: Callable, count: int) -> Sequence[str]:
 
 
 def _validate(result: Any, inputs: Sequence, names: Sequence[str], variables: Sequence) -> None:
+    variable_names = ", ".join(f"`{v.name}`" for v in variables)
     if variables:
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise GradientError(
-                "grad_fn received `variables`, so it must return a pair "
+                f"grad_fn received `variables` ({variable_names}), so it must return a pair "
                 "(gradients for the inputs, list of gradients for the variables)")
         input_grads, variable_grads = result
     else:
@@ -229,7 +230,8 @@ def _validate(result: Any, inputs: Sequence, names: Sequence[str], variables: Se
     variable_grads = list(variable_grads) if isinstance(variable_grads, (tuple, list)) else [variable_grads]
     if len(variable_grads) != len(variables):
         raise GradientError(f"grad_fn returned {len(variable_grads)} variable gradients for "
-                            f"{len(variables)} variables; return one per variable, in the order received")
+                            f"{len(variables)} variables ({variable_names}); return one per variable, "
+                            "in the order received")
     for grad, var in zip(variable_grads, variables):
         _check_one(grad, var, f"variable `{var.name}`")
 

@@ -44,7 +44,10 @@ def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32) -> Tupl
         ValueError: ``fn(x)`` has a different shape from ``x``.
     """
     callable_arg(fn, "fn")
-    dtype = tf.as_dtype(dtype)
+    try:
+        dtype = tf.as_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"`dtype` must be a floating dtype such as tf.float32; got {dtype!r}") from None
     if not dtype.is_floating:
         raise TypeError(f"`dtype` must be a floating dtype; got {dtype.name}")
     points = np.asarray(x)

@@ -16,6 +16,8 @@ from typing import Any, Dict
 import numpy as np
 import tensorflow as tf
 
+from . import _validate
+from ._validate import integer, real_number
 from .data import two_moons
 from .logs import captured_tf_warnings
 from .reversal import gradient_reversal
@@ -36,14 +38,45 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 
+def _progress(p) -> np.ndarray:
+    """Training progress as a float64 array, every value in [0, 1]."""
+    try:
+        progress = np.asarray(p, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"`p` must be training progress: real numbers in [0, 1]; got {p!r}") from None
+    outside = progress[~((progress >= 0) & (progress <= 1))]  # NaN is outside too
+    if outside.size:
+        raise ValueError(f"`p` must be training progress: real numbers in [0, 1]; got {float(outside.flat[0])!r}")
+    return progress
+
+
 def lambda_schedule(p, gamma: float = 10.0):
-    r""":math:`\lambda_p = \frac{2}{1 + \exp(-\gamma p)} - 1`, rising from 0 to 1 as training progress :math:`p` goes 0 → 1 (Ganin et al. 2016, §5.2.2)."""
-    return 2.0 / (1.0 + np.exp(-gamma * np.asarray(p, dtype=np.float64))) - 1.0
+    r""":math:`\lambda_p = \frac{2}{1 + \exp(-\gamma p)} - 1`, rising from 0 to 1 as training progress :math:`p` goes 0 → 1 (Ganin et al. 2016, §5.2.2).
+
+    ``p`` is a number or an array of numbers in :math:`[0, 1]`; the result is
+    a float64 array of the same shape.
+
+    Raises:
+        ValueError: a value of ``p`` outside :math:`[0, 1]` (or not a number),
+            or ``gamma`` not a positive number.
+    """
+    gamma = real_number(gamma, "gamma", positive=True)
+    return 2.0 / (1.0 + np.exp(-gamma * _progress(p))) - 1.0
 
 
 def learning_rate_schedule(p, mu0: float = 0.01, alpha: float = 10.0, beta: float = 0.75):
-    r""":math:`\mu_p = \mu_0 / (1 + \alpha p)^\beta` (Ganin et al. 2016, §5.2.2)."""
-    return mu0 / (1.0 + alpha * np.asarray(p, dtype=np.float64)) ** beta
+    r""":math:`\mu_p = \mu_0 / (1 + \alpha p)^\beta` (Ganin et al. 2016, §5.2.2).
+
+    ``p`` is a number or an array of numbers in :math:`[0, 1]`; the result is
+    a float64 array of the same shape.
+
+    Raises:
+        ValueError: a value of ``p`` outside :math:`[0, 1]` (or not a number),
+            ``mu0`` not a positive number, or ``alpha``/``beta`` negative.
+    """
+    mu0 = real_number(mu0, "mu0", positive=True)
+    alpha, beta = real_number(alpha, "alpha", minimum=0), real_number(beta, "beta", minimum=0)
+    return mu0 / (1.0 + alpha * _progress(p)) ** beta
 
 
 def _init(shape, rng):
@@ -59,12 +92,15 @@ def _check_options(method: str, options: Dict[str, Any]) -> Dict[str, Any]:
         raise ValueError(f"unknown options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     settings = {**DEFAULTS, **options}
     for name in ("steps", "hidden", "n_per_class"):
-        if not isinstance(settings[name], (int, np.integer)) or settings[name] < 1:
-            raise ValueError(f"`{name}` must be a positive integer; got {settings[name]!r}")
+        integer(settings[name], name, minimum=1)
+    for name in ("domain_hidden", "grid"):
+        integer(settings[name], name, minimum=0)
+    real_number(settings["noise"], "noise", minimum=0)
+    real_number(settings["lam"], "lam")  # negative is allowed: chapter 6 trains a "cooperative" DANN
+    real_number(settings["rotation_deg"], "rotation_deg")
+    real_number(settings["learning_rate"], "learning_rate", positive=True)
     if settings["optimizer"] not in ("sgd", "adam"):
         raise ValueError(f"`optimizer` must be 'sgd' or 'adam'; got {settings['optimizer']!r}")
-    if not settings["learning_rate"] > 0:
-        raise ValueError(f"`learning_rate` must be positive; got {settings['learning_rate']!r}")
     return settings
 
 
@@ -98,9 +134,14 @@ def moons_experiment(method: str, seed: int = 0, **options) -> Dict[str, Any]:
         ``grid > 0`` a ``grid`` entry ``(xx, yy, probabilities)``.
 
     Raises:
-        ValueError: unknown ``method`` or option, or an invalid setting.
+        ValueError: unknown ``method`` or option, an invalid setting (a count
+            that is not a positive integer, ``domain_hidden`` or ``grid`` not a
+            non-negative integer, a negative ``noise``, a ``lam`` that is not finite, a
+            non-positive ``learning_rate``, an unknown ``optimizer``), or
+            ``seed`` not a non-negative integer.
     """
     settings = _check_options(method, options)
+    seed = _validate.seed(seed)
     rng = np.random.default_rng(seed)
     xs, ys = two_moons(settings["n_per_class"], settings["noise"], 0.0, seed=seed)
     xt, yt = two_moons(settings["n_per_class"], settings["noise"], settings["rotation_deg"], seed=seed + 1000)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Tuple
 
 import numpy as np
+
+from . import _validate
+from ._validate import integer, real_number
 
 __all__ = ["two_moons"]
 
@@ -28,13 +30,14 @@ def two_moons(n_per_class: int, noise: float, rotation_deg: float = 0.0, seed: i
         class 0 first.
 
     Raises:
-        ValueError: ``n_per_class`` is not a positive integer or ``noise`` is negative.
+        ValueError: ``n_per_class`` is not a positive integer, ``noise`` is not
+            a non-negative number, ``rotation_deg`` is not a finite number, or
+            ``seed`` is not a non-negative integer.
     """
-    if isinstance(n_per_class, bool) or not isinstance(n_per_class, numbers.Integral) or n_per_class < 1:
-        raise ValueError(f"`n_per_class` must be a positive integer; got {n_per_class!r}")
-    if not (isinstance(noise, numbers.Real) and noise >= 0):
-        raise ValueError(f"`noise` must be a non-negative number; got {noise!r}")
-    rng = np.random.default_rng(seed)
+    n_per_class = integer(n_per_class, "n_per_class", minimum=1)
+    noise = real_number(noise, "noise", minimum=0)
+    rotation_deg = real_number(rotation_deg, "rotation_deg")
+    rng = np.random.default_rng(_validate.seed(seed))
     t0, t1 = rng.uniform(0, np.pi, n_per_class), rng.uniform(0, np.pi, n_per_class)
     upper = np.stack([np.cos(t0), np.sin(t0)], axis=1)
     lower = np.stack([1 - np.cos(t1), 0.5 - np.sin(t1)], axis=1)

@@ -29,6 +29,8 @@ from typing import Any, Dict, Tuple
 import numpy as np
 import tensorflow as tf
 
+from . import _validate
+from ._validate import flag, float_tensor, integer, real_number
 from .progress import progress as _progress
 from .ste import dorefa_quantize, ste_sign
 
@@ -49,6 +51,10 @@ def _positive_int(value, name: str) -> int:
     return int(value)
 
 
+def _quantizer_args(kind, x, name: str, bits, ste):
+    return _kind(kind, "kind"), float_tensor(x, name), _positive_int(bits, "bits"), flag(ste, "ste")
+
+
 def quantize_weights(w, kind: str, bits: int = 2, ste: bool = True) -> tf.Tensor:
     r"""The weight quantizer :math:`Q_w` of :func:`digits_experiment`.
 
@@ -61,8 +67,12 @@ def quantize_weights(w, kind: str, bits: int = 2, ste: bool = True) -> tf.Tensor
 
     With ``ste=False`` the forward value is the same and the gradient is
     stopped (``None`` for ``w``).
+
+    Raises:
+        TypeError: ``w`` is not a floating tensor, or ``ste`` is not a bool.
+        ValueError: an unknown ``kind``, or ``bits`` not a positive integer.
     """
-    kind = _kind(kind, "kind")
+    kind, w, bits, ste = _quantizer_args(kind, w, "w", bits, ste)
     if kind == "float":
         return tf.convert_to_tensor(w)
     if kind == "binary":
@@ -83,8 +93,12 @@ def quantize_activations(h, kind: str, bits: int = 2, ste: bool = True) -> tf.Te
       backward :math:`\mathbb{1}\{0 \le h \le 1\}`.
 
     With ``ste=False`` the forward value is the same and the gradient is stopped.
+
+    Raises:
+        TypeError: ``h`` is not a floating tensor, or ``ste`` is not a bool.
+        ValueError: an unknown ``kind``, or ``bits`` not a positive integer.
     """
-    kind = _kind(kind, "kind")
+    kind, h, bits, ste = _quantizer_args(kind, h, "h", bits, ste)
     if kind == "float":
         return tf.nn.relu(h)
     q = ste_sign(h, clip=1.0) if kind == "binary" else dorefa_quantize(h, bits)
@@ -97,7 +111,13 @@ def load_digits_split(test_size: int = 597, split_seed: int = 0) -> Tuple[np.nda
     Returns ``(x_train, y_train, x_test, y_test)``: float32 inputs of shape
     ``(n, 64)`` and int32 labels; the split is a fixed permutation
     (``split_seed``), the same for every configuration.
+
+    Raises:
+        ValueError: ``test_size`` not an integer from 1 to 1796, or
+            ``split_seed`` not a non-negative integer.
     """
+    test_size = integer(test_size, "test_size", minimum=1, maximum=1796)
+    split_seed = _validate.seed(split_seed, "split_seed")
     from sklearn.datasets import load_digits  # a book dependency, not a gradlib one
 
     digits = load_digits()
@@ -134,15 +154,17 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
         NumPy arrays), ``label`` and ``settings``.  Deterministic for a given seed.
 
     Raises:
-        ValueError: an unknown kind or a non-positive count.
+        TypeError: ``ste`` or ``progress`` is not a bool.
+        ValueError: an unknown kind, a count that is not a positive integer,
+            a ``learning_rate`` that is not a positive number, or a ``seed``
+            that is not a non-negative integer.
     """
     weights, activations = _kind(weights, "weights"), _kind(activations, "activations")
     bits, epochs, hidden, steps = (_positive_int(v, n) for v, n in
                                    ((bits, "bits"), (epochs, "epochs"), (hidden, "hidden"),
                                     (steps_per_epoch, "steps_per_epoch")))
-    if not learning_rate > 0:
-        raise ValueError(f"`learning_rate` must be positive; got {learning_rate!r}")
-    ste = bool(ste)
+    learning_rate = real_number(learning_rate, "learning_rate", positive=True)
+    ste, progress, seed = flag(ste, "ste"), flag(progress, "progress"), _validate.seed(seed)
     x_train, y_train, x_test, y_test = (tf.constant(a) for a in load_digits_split())
     rng = np.random.default_rng(seed)
     w1 = tf.Variable(rng.uniform(-1, 1, (64, hidden)).astype(np.float32))

@@ -92,10 +92,17 @@ class Explorer:
             raise ValueError("`controls` must be a non-empty mapping from a parameter name to its options")
         self.controls: Dict[str, Tuple] = {}
         for name, options in controls.items():
-            options = tuple(options) if not isinstance(options, (str, bytes)) else ()
+            try:
+                options = tuple(options) if not isinstance(options, (str, bytes)) else ()
+            except TypeError:  # a single number instead of a sequence of them
+                options = ()
             if not options:
                 raise ValueError(f"control {name!r} needs a non-empty sequence of options")
             self.controls[name] = options
+        for name, mapping in (("defaults", defaults), ("labels", labels)):
+            if mapping is not None and not isinstance(mapping, Mapping):
+                raise TypeError(f"`{name}` must be a mapping from a control name to a value; "
+                                f"got {type(mapping).__name__}")
         defaults = dict(defaults or {})
         unknown = set(defaults) - set(self.controls)
         if unknown:
@@ -271,5 +278,11 @@ def explore(family: Callable[..., Callable], x, controls: Mapping[str, Sequence]
     Returns:
         An :class:`Explorer`; as the last expression of a cell it displays
         itself (widgets live, a static figure while the book is built).
+
+    Raises:
+        TypeError: ``family`` is not callable, or ``defaults``/``labels`` is
+            not a mapping.
+        ValueError: ``controls`` is empty or not a mapping, a control has no
+            options, or a default is not one of its control's options.
     """
     return Explorer(family, x, controls, defaults=defaults, labels=labels)

@@ -6,6 +6,7 @@ import sys
 import time
 from typing import Iterable, Iterator, Optional, TypeVar
 
+from ._validate import integer
 from .explore import _building_book
 
 __all__ = ["progress"]
@@ -20,7 +21,24 @@ def progress(iterable: Iterable[T], *, total: Optional[int] = None, desc: str = 
     Jupyter and Colab, a text bar elsewhere.  While the book is built
     (``GRADBOOK_BUILD=1``) a live bar would leave a dead widget or stderr
     in the page, so one finished bar is printed to stdout at the end instead.
+
+    Raises:
+        TypeError: at the call, not at the first step: ``iterable`` is not
+            iterable, or ``desc`` is not a string.
+        ValueError: ``total`` is neither None nor a non-negative integer.
     """
+    try:
+        iter(iterable)
+    except TypeError:
+        raise TypeError(f"`iterable` must be iterable; got {type(iterable).__name__}") from None
+    if total is not None:
+        total = integer(total, "total", minimum=0)
+    if not isinstance(desc, str):
+        raise TypeError(f"`desc` must be a string; got {type(desc).__name__}")
+    return _progress(iterable, total, desc)
+
+
+def _progress(iterable: Iterable[T], total: Optional[int], desc: str) -> Iterator[T]:
     if not _building_book():
         from tqdm.auto import tqdm
 

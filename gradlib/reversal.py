@@ -2,6 +2,9 @@ r"""The gradient reversal layer of domain-adversarial training (DANN)."""
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
 import tensorflow as tf
 
 from ._validate import float_tensor
@@ -24,7 +27,8 @@ def gradient_reversal(x, lam=1.0):
     ``lam`` may be a Python number, a tensor or a ``tf.Variable``: with a
     variable, a schedule that assigns new values changes :math:`\lambda`
     inside a ``tf.function`` without retracing it (a new Python number would
-    retrace).  ``lam`` itself receives no gradient.
+    retrace).  ``lam`` itself receives no gradient.  A Python number is taken
+    in the dtype of ``x``; a tensor or a variable is cast to it.
 
     Reference: Y. Ganin, E. Ustinova, H. Ajakan, P. Germain, H. Larochelle,
     F. Laviolette, M. Marchand, V. Lempitsky, *Domain-Adversarial Training of
@@ -37,7 +41,9 @@ def gradient_reversal(x, lam=1.0):
     if isinstance(lam, bool):
         raise TypeError("`lam` must be a real number or a floating tensor; got a bool")
     try:
-        lam_t = tf.convert_to_tensor(lam)  # reads a Variable outside the custom op
+        # Reads a Variable outside the custom op.  A Python number takes x's dtype
+        # directly: through float32 first, lam=0.1 would be off for float64 x.
+        lam_t = tf.convert_to_tensor(lam, dtype_hint=x.dtype)
     except (TypeError, ValueError) as err:
         raise TypeError(f"`lam` must be a real number or a floating tensor; got {type(lam).__name__}: {err}") from None
     if not (lam_t.dtype.is_floating or lam_t.dtype.is_integer):
@@ -54,16 +60,22 @@ class GradientReversal(tf.keras.layers.Layer):
     :math:`\lambda` is a non-trainable scalar weight (``layer.lam``); a
     schedule sets it with ``layer.lam.assign(value)``, which a compiled
     ``train_step`` sees without retracing.
+
+    Raises:
+        TypeError: ``lam`` is not a real number (when the layer is made), or
+            the layer's ``inputs`` are not floating (when it is called).
     """
 
     def __init__(self, lam: float = 1.0, **kwargs):
+        if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, numbers.Real):
+            raise TypeError(f"`lam` must be a real number; got {type(lam).__name__} {lam!r}")
         super().__init__(**kwargs)
         self._initial_lam = float(lam)
         self.lam = self.add_weight(name="lam", shape=(), trainable=False,
                                    initializer=tf.keras.initializers.Constant(self._initial_lam))
 
     def call(self, inputs):
-        return gradient_reversal(inputs, tf.convert_to_tensor(self.lam))
+        return gradient_reversal(float_tensor(inputs, "inputs"), tf.convert_to_tensor(self.lam))
 
     def get_config(self):
         return {**super().get_config(), "lam": self._initial_lam}

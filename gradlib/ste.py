@@ -187,7 +187,7 @@ def sign_with_surrogate(x, surrogate: str = "identity", *, clip: float = 1.0, be
         ValueError: unknown ``surrogate``, or ``clip``/``beta`` not positive.
     """
     x = float_tensor(x, "x")
-    if surrogate not in SIGN_SURROGATES:
+    if not isinstance(surrogate, str) or surrogate not in SIGN_SURROGATES:
         raise ValueError(f"`surrogate` must be one of {sorted(SIGN_SURROGATES)}; got {surrogate!r}")
     params = {"clip": _positive(clip, "clip"), "beta": _positive(beta, "beta")}
     derivative = SIGN_SURROGATES[surrogate]

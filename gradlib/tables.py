@@ -11,6 +11,17 @@ def _cell(value) -> str:
     return str(value).replace("|", r"\|").replace("\n", " ")
 
 
+def _sequence(value, name: str, quoted: bool = True) -> list:
+    """``value`` as a list; a string (one cell per character) or a non-iterable is refused."""
+    what = f"`{name}`" if quoted else name
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{what} must be a sequence of cells, not a string; got {value!r}")
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence; got {type(value).__name__}") from None
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]):
     """Return an ``IPython.display.Markdown`` table of ``rows`` under ``headers``.
 
@@ -18,17 +29,18 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]):
     and ``|`` is escaped, so computed values (reprs, numbers) are safe.
 
     Raises:
+        TypeError: ``headers``, ``rows`` or a row is a string or not iterable.
         ValueError: ``headers`` is empty or a row has the wrong number of cells.
     """
     from IPython.display import Markdown
 
-    headers = list(headers)
+    headers = _sequence(headers, "headers")
     if not headers:
         raise ValueError("`headers` must name at least one column")
     lines = ["| " + " | ".join(_cell(h) for h in headers) + " |",
              "|" + "---|" * len(headers)]
-    for number, row in enumerate(rows):
-        row = list(row)
+    for number, row in enumerate(_sequence(rows, "rows")):
+        row = _sequence(row, f"row {number} of `rows`", quoted=False)
         if len(row) != len(headers):
             raise ValueError(f"row {number} has {len(row)} cells; expected {len(headers)} (one per header)")
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")

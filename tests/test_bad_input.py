@@ -1,0 +1,347 @@
+"""Bad input to gradlib: one table, one test.
+
+Every public function of gradlib (``gradlib.__all__`` and the public functions
+of its modules ``data``, ``dann``, ``experiments`` and ``exercises``) is
+called with a wrong dtype, shape or parameter, and must raise the expected
+exception with a message that names the argument: never a silent result,
+never an error from deep inside NumPy or TensorFlow.
+
+Not in the table: the names that take no input to get wrong
+(``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``,
+``dann.DEFAULTS``, ``experiments.KINDS``), the result and exception classes
+``GradientCheck``, ``GradientError`` and ``exercises.Feedback``, and
+``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
+keeps this list honest.
+"""
+
+import inspect
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gradlib
+from gradlib import dann, data, exercises, experiments
+
+X = np.array([-1.0, 0.0, 0.5, 2.0], np.float32)
+INTS = tf.constant([1, 2, 3])
+
+
+# Some checks happen in what a public function returns or builds; these
+# helpers reach them.  `covers` names the public function each one tests.
+
+def covers(public):
+    def mark(helper):
+        helper.covers = public
+        return helper
+    return mark
+
+
+@covers(gradlib.GradientReversal)
+def reversal_layer_on(x):
+    return gradlib.GradientReversal()(x)
+
+
+@covers(gradlib.straight_through)
+def straight_through_op_on(forward, x):
+    return gradlib.straight_through(forward)(x)
+
+
+@covers(gradlib.strict_custom_gradient)
+def strict_call_with_keyword_tensor():
+    @gradlib.strict_custom_gradient
+    def scale(x, k=2.0):
+        return x * k, lambda dy: (dy * k, None)
+    return scale(tf.constant(1.0), k=tf.constant(3.0))
+
+
+@covers(gradlib.strict_custom_gradient)
+def strict_with_grad_fn(grad_fn):
+    @gradlib.strict_custom_gradient
+    def double(x):
+        return 2.0 * x, grad_fn
+    x = tf.constant(X)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = double(x)
+    return tape.gradient(y, x)
+
+
+@covers(gradlib.register_gradient)
+def register_gradient_on(fn):
+    return gradlib.register_gradient("GradbookBadInputTestGradient")(fn)
+
+
+def smooth(beta):
+    return lambda x: tf.nn.softplus(beta * x) / beta
+
+
+# (callable, args, kwargs, exception, regex naming the argument), by id
+CASES = {
+    # -- straight-through estimators
+    "ste_round: int32 tensor": (gradlib.ste_round, (INTS,), {}, TypeError, r"`x` has dtype int32"),
+    "ste_round: strings": (gradlib.ste_round, (["a"],), {}, TypeError, r"`x` has dtype string"),
+    "ste_sign: int32 tensor": (gradlib.ste_sign, (INTS,), {}, TypeError, r"`x` has dtype int32"),
+    "ste_sign: clip=-1": (gradlib.ste_sign, (X,), {"clip": -1}, ValueError, r"`clip` must be a positive number"),
+    "ste_sign: clip=0": (gradlib.ste_sign, (X,), {"clip": 0}, ValueError, r"`clip` must be a positive number"),
+    "ste_sign: clip='1'": (gradlib.ste_sign, (X,), {"clip": "1"}, ValueError, r"`clip` must be a positive number"),
+    "ste_sign: clip=True": (gradlib.ste_sign, (X,), {"clip": True}, ValueError, r"`clip` must be a positive number"),
+    "xnor_binarize: int64 array": (gradlib.xnor_binarize, (np.array([1, -2]),), {}, TypeError, r"`x` has dtype int64"),
+    "dorefa_quantize: int64 tensor": (gradlib.dorefa_quantize, (tf.constant([1], tf.int64), 2), {}, TypeError,
+                                      r"`x` has dtype int64"),
+    "dorefa_quantize: bits=0": (gradlib.dorefa_quantize, (X, 0), {}, ValueError, r"`bits` must be a positive integer"),
+    "dorefa_quantize: bits=-2": (gradlib.dorefa_quantize, (X, -2), {}, ValueError, r"`bits` must be a positive integer"),
+    "dorefa_quantize: bits=2.5": (gradlib.dorefa_quantize, (X, 2.5), {}, ValueError, r"`bits` must be a positive integer"),
+    "dorefa_quantize: bits=True": (gradlib.dorefa_quantize, (X, True), {}, ValueError, r"`bits` must be a positive integer"),
+    "dorefa_quantize: bits='4'": (gradlib.dorefa_quantize, (X, "4"), {}, ValueError, r"`bits` must be a positive integer"),
+    "sign_with_surrogate: int32 tensor": (gradlib.sign_with_surrogate, (INTS,), {}, TypeError, r"`x` has dtype int32"),
+    "sign_with_surrogate: unknown surrogate": (gradlib.sign_with_surrogate, (X, "nope"), {}, ValueError,
+                                               r"`surrogate` must be one of"),
+    "sign_with_surrogate: surrogate is a list": (gradlib.sign_with_surrogate, (X, ["tanh"]), {}, ValueError,
+                                                 r"`surrogate` must be one of"),
+    "sign_with_surrogate: clip=-1": (gradlib.sign_with_surrogate, (X, "clipped"), {"clip": -1}, ValueError,
+                                     r"`clip` must be a positive number"),
+    "sign_with_surrogate: beta=0": (gradlib.sign_with_surrogate, (X, "swish_sign"), {"beta": 0}, ValueError,
+                                    r"`beta` must be a positive number"),
+    # -- gradient reversal
+    "gradient_reversal: int32 tensor": (gradlib.gradient_reversal, (INTS,), {}, TypeError, r"`x` has dtype int32"),
+    "gradient_reversal: lam is a string": (gradlib.gradient_reversal, (X, "big"), {}, TypeError,
+                                           r"`lam` must be a real number"),
+    "gradient_reversal: lam=True": (gradlib.gradient_reversal, (X, True), {}, TypeError, r"`lam` must be a real number"),
+    "gradient_reversal: lam=None": (gradlib.gradient_reversal, (X, None), {}, TypeError, r"`lam` must be a real number"),
+    "gradient_reversal: complex lam": (gradlib.gradient_reversal, (X, 1 + 2j), {}, TypeError,
+                                       r"`lam` must be a real number"),
+    "gradient_reversal: lam is a vector": (gradlib.gradient_reversal, (X, [1.0, 2.0]), {}, ValueError,
+                                           r"`lam` must be a scalar"),
+    "GradientReversal: lam is a string": (gradlib.GradientReversal, (), {"lam": "big"}, TypeError,
+                                          r"`lam` must be a real number"),
+    "GradientReversal: lam=None": (gradlib.GradientReversal, (None,), {}, TypeError, r"`lam` must be a real number"),
+    "GradientReversal: lam=True": (gradlib.GradientReversal, (True,), {}, TypeError, r"`lam` must be a real number"),
+    "GradientReversal: int32 inputs": (reversal_layer_on, (INTS,), {}, TypeError, r"`inputs` has dtype int32"),
+    # -- forward f, backward g
+    "straight_through: forward is a string": (gradlib.straight_through, ("round",), {}, TypeError,
+                                              r"`forward` must be callable"),
+    "straight_through: backward is a number": (gradlib.straight_through, (tf.round, 3), {}, TypeError,
+                                               r"`backward` must be callable"),
+    "straight_through: op on int32 tensor": (straight_through_op_on, (tf.round, INTS), {}, TypeError,
+                                             r"`x` has dtype int32"),
+    "straight_through: f(x) of another shape": (straight_through_op_on, (tf.reduce_sum, X), {}, ValueError,
+                                                r"forward\(x\) has shape \[\]"),
+    # -- checking gradients
+    "check_gradient: fn=None": (gradlib.check_gradient, (None, [1.0]), {}, TypeError, r"`fn` must be callable"),
+    "check_gradient: x holds strings": (gradlib.check_gradient, (tf.sin, ["a"]), {}, TypeError,
+                                        r"`x` must hold real numbers"),
+    "check_gradient: atol=-1": (gradlib.check_gradient, (tf.sin, [1.0]), {"atol": -1}, ValueError,
+                                r"`atol` must be a non-negative number"),
+    "check_gradient: rtol is a string": (gradlib.check_gradient, (tf.sin, [1.0]), {"rtol": "tight"}, ValueError,
+                                         r"`rtol` must be a finite real number"),
+    "check_gradient: delta=0": (gradlib.check_gradient, (tf.sin, [1.0]), {"delta": 0}, ValueError,
+                                r"`delta` must be a positive number"),
+    "check_gradient: fn fails on float64": (gradlib.check_gradient, (lambda v: v * tf.constant(2.0), [1.0]), {},
+                                            TypeError, r"evaluates `fn` in float64"),
+    "strict_custom_gradient: f=None": (gradlib.strict_custom_gradient, (None,), {}, TypeError, r"`f` must be callable"),
+    "strict_custom_gradient: tensor passed by keyword": (strict_call_with_keyword_tensor, (), {}, gradlib.GradientError,
+                                                         r"not as k="),
+    "strict_custom_gradient: grad_fn not callable": (strict_with_grad_fn, (2.0,), {}, TypeError,
+                                                     r"returned by f \(grad_fn\)` must be callable"),
+    "strict_custom_gradient: float gradient": (strict_with_grad_fn, (lambda dy: 1.5,), {}, gradlib.GradientError,
+                                               r"input `x` \(argument 0\) must be a tensor"),
+    # -- curves and explorers
+    "curves: fn is a string": (gradlib.curves, ("sin", X), {}, TypeError, r"`fn` must be callable"),
+    "curves: complex x": (gradlib.curves, (tf.sin, np.array([1 + 2j])), {}, TypeError, r"`x` must hold real numbers"),
+    "curves: dtype=tf.int32": (gradlib.curves, (tf.sin, X), {"dtype": tf.int32}, TypeError,
+                               r"`dtype` must be a floating dtype"),
+    "curves: dtype is not a dtype": (gradlib.curves, (tf.sin, X), {"dtype": "banana"}, TypeError,
+                                     r"`dtype` must be a floating dtype"),
+    "curves: fn returns None": (gradlib.curves, (lambda x: None, X), {}, TypeError, r"`fn` returned None"),
+    "curves: fn reduces": (gradlib.curves, (tf.reduce_sum, X), {}, ValueError, r"`fn` must return one value per point"),
+    "plot_curves: fn is a string": (gradlib.plot_curves, ("sin", X), {}, TypeError, r"`fn` must be callable"),
+    "plot_curves: x holds strings": (gradlib.plot_curves, (tf.sin, ["a", "b"]), {}, TypeError,
+                                     r"`x` must hold real numbers"),
+    "explore: family is a string": (gradlib.explore, ("softplus", X, {"beta": [1, 2]}), {}, TypeError,
+                                    r"`family` must be callable"),
+    "explore: no controls": (gradlib.explore, (smooth, X, {}), {}, ValueError, r"`controls` must be a non-empty mapping"),
+    "explore: one number as options": (gradlib.explore, (smooth, X, {"beta": 3}), {}, ValueError,
+                                       r"control 'beta' needs a non-empty sequence"),
+    "explore: default not an option": (gradlib.explore, (smooth, X, {"beta": [1, 2]}), {"defaults": {"beta": 3}},
+                                       ValueError, r"default 3 for control 'beta'"),
+    "explore: labels is a string": (gradlib.explore, (smooth, X, {"beta": [1, 2]}), {"labels": "beta"}, TypeError,
+                                    r"`labels` must be a mapping"),
+    "Explorer: family is a number": (gradlib.Explorer, (5, X, {"beta": [1]}), {}, TypeError,
+                                     r"`family` must be callable"),
+    "Explorer: defaults is a list": (gradlib.Explorer, (smooth, X, {"beta": [1]}), {"defaults": [1]}, TypeError,
+                                     r"`defaults` must be a mapping"),
+    # -- graph mode
+    "run_graph: build is a number": (gradlib.run_graph, (5,), {}, TypeError, r"`build` must be callable"),
+    "run_graph: repeat=0": (gradlib.run_graph, (lambda: tf.constant(1.0),), {"repeat": 0}, ValueError,
+                            r"`repeat` must be a positive integer"),
+    "run_graph: repeat=2.5": (gradlib.run_graph, (lambda: tf.constant(1.0),), {"repeat": 2.5}, ValueError,
+                              r"`repeat` must be a positive integer"),
+    "register_gradient: name is a number": (gradlib.register_gradient, (123,), {}, TypeError,
+                                            r"`op_type_name` must be a string"),
+    "register_gradient: empty name": (gradlib.register_gradient, ("",), {}, ValueError, r"`op_type_name` must not be empty"),
+    "register_gradient: decorates a number": (register_gradient_on, (5,), {}, TypeError,
+                                              r"the decorated gradient function` must be callable"),
+    # -- notebook helpers
+    "markdown_table: no headers": (gradlib.markdown_table, ([], []), {}, ValueError, r"`headers` must name at least one"),
+    "markdown_table: headers is a string": (gradlib.markdown_table, ("ab", [[1, 2]]), {}, TypeError,
+                                            r"`headers` must be a sequence of cells, not a string"),
+    "markdown_table: headers=None": (gradlib.markdown_table, (None, []), {}, TypeError, r"`headers` must be a sequence"),
+    "markdown_table: rows is a number": (gradlib.markdown_table, (["a"], 5), {}, TypeError, r"`rows` must be a sequence"),
+    "markdown_table: row of the wrong length": (gradlib.markdown_table, (["a", "b"], [["x"]]), {}, ValueError,
+                                                r"row 0 has 1 cells; expected 2"),
+    "markdown_table: row is a string": (gradlib.markdown_table, (["a", "b"], ["xy"]), {}, TypeError,
+                                        r"row 0 of `rows` must be a sequence of cells, not a string"),
+    "progress: iterable is a number": (gradlib.progress, (5,), {}, TypeError, r"`iterable` must be iterable"),
+    "progress: total=-1": (gradlib.progress, (range(3),), {"total": -1}, ValueError,
+                           r"`total` must be a non-negative integer"),
+    "progress: total=2.5": (gradlib.progress, (range(3),), {"total": 2.5}, ValueError,
+                            r"`total` must be a non-negative integer"),
+    "progress: desc is a number": (gradlib.progress, (range(3),), {"desc": 3}, TypeError, r"`desc` must be a string"),
+    # -- data
+    "two_moons: n_per_class=-1": (data.two_moons, (-1, 0.1), {}, ValueError, r"`n_per_class` must be a positive integer"),
+    "two_moons: n_per_class=2.5": (data.two_moons, (2.5, 0.1), {}, ValueError,
+                                   r"`n_per_class` must be a positive integer"),
+    "two_moons: n_per_class=True": (data.two_moons, (True, 0.1), {}, ValueError,
+                                    r"`n_per_class` must be a positive integer"),
+    "two_moons: noise=-0.1": (data.two_moons, (10, -0.1), {}, ValueError, r"`noise` must be a non-negative number"),
+    "two_moons: noise is a string": (data.two_moons, (10, "low"), {}, ValueError, r"`noise` must be a finite real number"),
+    "two_moons: rotation_deg is a string": (data.two_moons, (10, 0.1), {"rotation_deg": "35"}, ValueError,
+                                            r"`rotation_deg` must be a finite real number"),
+    "two_moons: seed is a string": (data.two_moons, (10, 0.1), {"seed": "a"}, ValueError,
+                                    r"`seed` must be a non-negative integer"),
+    "two_moons: seed=-1": (data.two_moons, (10, 0.1), {"seed": -1}, ValueError, r"`seed` must be a non-negative integer"),
+    # -- DANN
+    "lambda_schedule: p=-0.5": (dann.lambda_schedule, (-0.5,), {}, ValueError, r"`p` must be training progress"),
+    "lambda_schedule: p=1.5 in an array": (dann.lambda_schedule, ([0.0, 1.5],), {}, ValueError,
+                                           r"`p` must be training progress.*got 1\.5"),
+    "lambda_schedule: p is NaN": (dann.lambda_schedule, (np.nan,), {}, ValueError, r"`p` must be training progress"),
+    "lambda_schedule: p is a string": (dann.lambda_schedule, ("half",), {}, ValueError, r"`p` must be training progress"),
+    "lambda_schedule: gamma=0": (dann.lambda_schedule, (0.5,), {"gamma": 0}, ValueError,
+                                 r"`gamma` must be a positive number"),
+    "learning_rate_schedule: p=2": (dann.learning_rate_schedule, (2,), {}, ValueError, r"`p` must be training progress"),
+    "learning_rate_schedule: mu0=0": (dann.learning_rate_schedule, (0.5,), {"mu0": 0}, ValueError,
+                                      r"`mu0` must be a positive number"),
+    "learning_rate_schedule: alpha=-1": (dann.learning_rate_schedule, (0.5,), {"alpha": -1}, ValueError,
+                                         r"`alpha` must be a non-negative number"),
+    "learning_rate_schedule: beta is a string": (dann.learning_rate_schedule, (0.5,), {"beta": "3/4"}, ValueError,
+                                                 r"`beta` must be a finite real number"),
+    "moons_experiment: unknown method": (dann.moons_experiment, ("adversarial",), {}, ValueError,
+                                         r"`method` must be 'dann' or 'source_only'"),
+    "moons_experiment: unknown option": (dann.moons_experiment, ("dann",), {"epochs": 3}, ValueError,
+                                         r"unknown options \['epochs'\]"),
+    "moons_experiment: n_per_class=-5": (dann.moons_experiment, ("dann",), {"n_per_class": -5}, ValueError,
+                                         r"`n_per_class` must be a positive integer"),
+    "moons_experiment: steps=0": (dann.moons_experiment, ("dann",), {"steps": 0}, ValueError,
+                                  r"`steps` must be a positive integer"),
+    "moons_experiment: steps=True": (dann.moons_experiment, ("source_only",), {"steps": True}, ValueError,
+                                     r"`steps` must be a positive integer"),
+    "moons_experiment: hidden=2.5": (dann.moons_experiment, ("dann",), {"hidden": 2.5}, ValueError,
+                                     r"`hidden` must be a positive integer"),
+    "moons_experiment: domain_hidden=-1": (dann.moons_experiment, ("dann",), {"domain_hidden": -1}, ValueError,
+                                           r"`domain_hidden` must be a non-negative integer"),
+    "moons_experiment: grid=2.5": (dann.moons_experiment, ("dann",), {"grid": 2.5}, ValueError,
+                                   r"`grid` must be a non-negative integer"),
+    "moons_experiment: lam is a string": (dann.moons_experiment, ("dann",), {"lam": "big"}, ValueError,
+                                          r"`lam` must be a finite real number"),
+    "moons_experiment: lam=inf": (dann.moons_experiment, ("dann",), {"lam": float("inf")}, ValueError,
+                                  r"`lam` must be a finite real number"),
+    "moons_experiment: noise=-0.1": (dann.moons_experiment, ("dann",), {"noise": -0.1}, ValueError,
+                                     r"`noise` must be a non-negative number"),
+    "moons_experiment: rotation_deg is a string": (dann.moons_experiment, ("dann",), {"rotation_deg": "35"},
+                                                   ValueError, r"`rotation_deg` must be a finite real number"),
+    "moons_experiment: learning_rate=-1": (dann.moons_experiment, ("dann",), {"learning_rate": -1.0}, ValueError,
+                                           r"`learning_rate` must be a positive number"),
+    "moons_experiment: learning_rate is a string": (dann.moons_experiment, ("dann",), {"learning_rate": "fast"},
+                                                    ValueError, r"`learning_rate` must be a finite real number"),
+    "moons_experiment: unknown optimizer": (dann.moons_experiment, ("dann",), {"optimizer": "rmsprop"}, ValueError,
+                                            r"`optimizer` must be 'sgd' or 'adam'"),
+    "moons_experiment: seed is a string": (dann.moons_experiment, ("dann", "a"), {}, ValueError,
+                                           r"`seed` must be a non-negative integer"),
+    # -- quantized digits
+    "quantize_weights: int32 w": (experiments.quantize_weights, (INTS, "binary"), {}, TypeError, r"`w` has dtype int32"),
+    "quantize_weights: int32 w, float kind": (experiments.quantize_weights, (INTS, "float"), {}, TypeError,
+                                              r"`w` has dtype int32"),
+    "quantize_weights: unknown kind": (experiments.quantize_weights, (X, "ternary"), {}, ValueError,
+                                       r"`kind` must be one of"),
+    "quantize_weights: bits=0": (experiments.quantize_weights, (X, "kbit", 0), {}, ValueError,
+                                 r"`bits` must be a positive integer"),
+    "quantize_weights: ste='no'": (experiments.quantize_weights, (X, "binary"), {"ste": "no"}, TypeError,
+                                   r"`ste` must be True or False"),
+    "quantize_activations: int32 h": (experiments.quantize_activations, (INTS, "float"), {}, TypeError,
+                                      r"`h` has dtype int32"),
+    "quantize_activations: unknown kind": (experiments.quantize_activations, (X, "sigmoid"), {}, ValueError,
+                                           r"`kind` must be one of"),
+    "quantize_activations: bits=2.5": (experiments.quantize_activations, (X, "kbit", 2.5), {}, ValueError,
+                                       r"`bits` must be a positive integer"),
+    "quantize_activations: ste=None": (experiments.quantize_activations, (X, "binary"), {"ste": None}, TypeError,
+                                       r"`ste` must be True or False"),
+    "load_digits_split: test_size=-1": (experiments.load_digits_split, (-1,), {}, ValueError,
+                                        r"`test_size` must be an integer from 1 to 1796"),
+    "load_digits_split: test_size=1797": (experiments.load_digits_split, (1797,), {}, ValueError,
+                                          r"`test_size` must be an integer from 1 to 1796"),
+    "load_digits_split: split_seed is a string": (experiments.load_digits_split, (), {"split_seed": "a"}, ValueError,
+                                                  r"`split_seed` must be a non-negative integer"),
+    "digits_experiment: unknown weights": (experiments.digits_experiment, ("ternary",), {}, ValueError,
+                                           r"`weights` must be one of"),
+    "digits_experiment: unknown activations": (experiments.digits_experiment, ("float", "sigmoid"), {}, ValueError,
+                                               r"`activations` must be one of"),
+    "digits_experiment: bits=0": (experiments.digits_experiment, (), {"bits": 0}, ValueError,
+                                  r"`bits` must be a positive integer"),
+    "digits_experiment: epochs=0": (experiments.digits_experiment, (), {"epochs": 0}, ValueError,
+                                    r"`epochs` must be a positive integer"),
+    "digits_experiment: hidden=True": (experiments.digits_experiment, (), {"hidden": True}, ValueError,
+                                       r"`hidden` must be a positive integer"),
+    "digits_experiment: steps_per_epoch=-1": (experiments.digits_experiment, (), {"steps_per_epoch": -1}, ValueError,
+                                              r"`steps_per_epoch` must be a positive integer"),
+    "digits_experiment: learning_rate=0": (experiments.digits_experiment, (), {"learning_rate": 0.0}, ValueError,
+                                           r"`learning_rate` must be a positive number"),
+    "digits_experiment: ste='False'": (experiments.digits_experiment, (), {"ste": "False"}, TypeError,
+                                       r"`ste` must be True or False"),
+    "digits_experiment: seed=-1": (experiments.digits_experiment, (), {"seed": -1}, ValueError,
+                                   r"`seed` must be a non-negative integer"),
+    "digits_experiment: progress='yes'": (experiments.digits_experiment, (), {"progress": "yes"}, TypeError,
+                                          r"`progress` must be True or False"),
+    # -- exercise checks
+    "exercises.check: unknown exercise id": (exercises.check, ("ch99-ex1", abs), {}, ValueError,
+                                             r"unknown exercise id 'ch99-ex1'"),
+    "exercises.check: unknown lang": (exercises.check, ("ch01-ex2", abs), {"lang": "fr"}, ValueError,
+                                      r"`lang` must be one of"),
+    "exercises.answer_name: unknown exercise id": (exercises.answer_name, ("ch99-ex1",), {}, ValueError,
+                                                   r"unknown exercise id 'ch99-ex1'"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_raises_an_error_naming_the_argument(case):
+    fn, args, kwargs, error, pattern = CASES[case]
+    with pytest.raises(error) as info:
+        fn(*args, **kwargs)
+    message = str(info.value)
+    assert re.search(pattern, message), f"{case}: expected /{pattern}/ in the message, got: {message}"
+
+
+# Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
+NOT_IN_TABLE = {"captured_tf_warnings", "SIGN_SURROGATES", "GradientCheck", "GradientError",
+                "dann.DEFAULTS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
+
+
+def public_names():
+    """Every public name of gradlib and of its modules (data, dann, experiments, exercises), as name -> object."""
+    names = {}
+    for name in gradlib.__all__:
+        value = getattr(gradlib, name)
+        if inspect.ismodule(value):
+            names.update({f"{name}.{inner}": getattr(value, inner) for inner in value.__all__})
+        else:
+            names[name] = value
+    return names
+
+
+def test_the_table_covers_every_public_function():
+    public = public_names()
+    tested = {id(getattr(fn, "covers", fn)) for fn, *_ in CASES.values()}
+    missing = sorted(name for name, value in public.items() if name not in NOT_IN_TABLE and id(value) not in tested)
+    assert not missing, f"no bad-input case for {missing}"
+    assert NOT_IN_TABLE <= set(public), f"stale names in NOT_IN_TABLE: {sorted(NOT_IN_TABLE - set(public))}"
