@@ -10,8 +10,10 @@ all of them are graded in one call, two kernels at a time:
 * ch01, English: the check cell deleted, the answer defined in another cell;
 * ch02, English: a cell that raises, an answer whose cell raises before the
   definition, an untouched stub;
-* ch02, English: an answer with ``while True: pass`` (its check cell loops
-  until the notebook's budget is spent, so the later cells never run);
+* ch02, English: an answer with ``while True: pass`` (its check cell, with
+  the check's own time limit switched off by ``timeout=None``, loops until
+  the notebook's budget is spent, so the later cells never run; the
+  grader's check of the answer is stopped by ``--check-timeout``);
 * a file that is not JSON, and a file that does not exist.
 """
 
@@ -114,6 +116,10 @@ def submissions(folder: Path):
     nb = trimmed_student_edition("en", ch02)
     cell = check_cell(nb, "ch02-ex1")
     cell.source = cell.source.replace("...  # your code here", "while True:\n        pass")
+    # the check would stop the loop after its default 30 s (timeout=): switch that off, so that the
+    # cell loops until the notebook's budget is spent
+    cell.source = cell.source.replace('lang="en")', 'lang="en", timeout=None)')
+    assert "timeout=None" in cell.source
     paths["loop"] = write(nb, folder / "loop.ipynb")
 
     paths["invalid"] = folder / "invalid.ipynb"

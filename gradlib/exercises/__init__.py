@@ -16,6 +16,7 @@ live, hidden, in the chapters.
 import importlib
 import pkgutil
 import re
+from typing import Optional
 
 from ._core import CHECKS, Feedback, answer_name, run_check
 
@@ -27,14 +28,33 @@ for _module in pkgutil.iter_modules(__path__):
 __all__ = ["Feedback", "answer_name", "check", "exercise_ids"]
 
 
-def check(exercise_id: str, answer, *, lang: str = "en") -> Feedback:
+def check(exercise_id: str, answer, *, lang: str = "en", timeout: Optional[float] = 30.0) -> Feedback:
     """Check the reader's ``answer`` to exercise ``exercise_id`` (e.g. ``"ch01-ex2"``).
 
     Returns a :class:`Feedback` (truthy when correct) with a message in
-    ``lang`` ("en" or "zh").  Never raises because of the answer; raises
-    ValueError for an unknown exercise id or language.
+    ``lang`` ("en" or "zh").  Never raises because of the answer: an answer
+    that raises (any exception, BaseException subclasses included), returns
+    None, NaN, a wrong shape or dtype, or is not a function gets a failing
+    Feedback that says so.  Two exceptions propagate on purpose:
+    KeyboardInterrupt (the reader, or the grader, interrupting the kernel)
+    and SystemExit (the reader's code calling ``sys.exit()``).
+
+    ``timeout`` bounds the whole check in seconds (every call the check makes
+    into the reader's code together, not each call); ``None`` disables it.
+    When the answer has not returned by then, the check stops it and returns
+    a failing Feedback saying it did not finish in time.  The limit uses
+    SIGALRM (``signal.setitimer``) and works in the main thread on POSIX
+    systems, which is where a Jupyter kernel and pytest run the reader's
+    code; in another thread, or on a platform without SIGALRM (Windows), the
+    check runs without a time limit.  It interrupts Python code only: code
+    stuck inside one TensorFlow kernel that never returns is not stopped.
+    While the check runs, a SIGALRM timer set by someone else is paused, then
+    re-armed with the time it had left.
+
+    Raises ValueError for an unknown exercise id or language, or a
+    ``timeout`` that is not a positive number or None.
     """
-    return run_check(exercise_id, answer, lang=lang)
+    return run_check(exercise_id, answer, lang=lang, timeout=timeout)
 
 
 def exercise_ids():

@@ -3,13 +3,27 @@
 A check receives the reader's answer (usually a function), calls it on kink
 points and random inputs, compares with a reference and returns
 :class:`Feedback` in the chapter's language.  The reader's code is never
-trusted: an exception, ``None``, NaN, a wrong shape or dtype each become a
-message, never a crash of the check.
+trusted: an exception, ``None``, NaN, a wrong shape or dtype, code that never
+returns each become a message, never a crash or a hang of the check
+(``tests/test_fuzz_checks.py`` tries hundreds of such answers on every check).
+
+The whole check runs under one time limit (:class:`_Deadline`, SIGALRM).  An
+exception that escapes a check is blamed on the reader's code when it was
+raised there (or in a library the reader's code called), and reported as a
+failure of the check itself otherwise (:func:`_raised_by_check`): a bug in
+gradlib must not look like the reader's mistake.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
+import os
+import signal
+import sysconfig
+import threading
+import time
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,6 +41,10 @@ COMMON = {
              "zh": "{where}你的代码返回了 None；请返回一个张量。"},
     "none_gradient": {"en": "{where}the gradient is None: no differentiable path from x to your output.",
                       "zh": "{where}梯度为 None：从 x 到你的输出之间没有可求导的路径。"},
+    "not_tensor": {"en": "{where}your code returned {kind}, not a TensorFlow tensor, so no gradient can flow "
+                         "back through it: compute the result with TensorFlow operations (tf.*), not NumPy.",
+                   "zh": "{where}你的代码返回的是 {kind}，而不是 TensorFlow 张量，梯度无法经由它反向传播："
+                         "请用 TensorFlow 运算（tf.*）而不是 NumPy 来计算结果。"},
     "not_numeric": {"en": "{where}your code returned {kind}, which is not a numeric tensor.",
                     "zh": "{where}你的代码返回了 {kind}，它不是数值张量。"},
     "nan": {"en": "{where}your {what} contains NaN or inf.",
@@ -42,6 +60,14 @@ COMMON = {
     "gradient": {"en": "gradient", "zh": "梯度"},
     "result": {"en": "result", "zh": "结果"},
     "passed": {"en": "correct", "zh": "正确"},
+    "timeout": {"en": "your code did not finish within {seconds} s, so the check stopped it: does it loop "
+                      "forever (a while loop whose condition never becomes false) or wait for something?",
+                "zh": "你的代码在 {seconds} 秒内没有结束，检查已将其中止：它是否陷入了死循环"
+                      "（while 循环的条件永远不会变为假），或者在等待什么？"},
+    "check_failed": {"en": "the check itself failed on your answer ({error}: {detail}); this is a bug in "
+                           "gradlib, please report it. Your answer is not counted as correct.",
+                     "zh": "检查程序本身在处理你的答案时出错（{error}：{detail}）；这是 gradlib 的缺陷，请报告。"
+                           "你的答案不计为正确。"},
 }
 
 
@@ -88,16 +114,71 @@ def fmt(value: Any) -> str:
     return np.array2string(array, precision=4, separator=", ", threshold=8)
 
 
+class _Timeout(BaseException):
+    """Raised by SIGALRM inside the reader's code when a check runs out of time (private).
+
+    A BaseException, so that the reader's ``except Exception:`` does not swallow it.
+    """
+
+
+# Exceptions that are never turned into feedback: the reader (or the grader)
+# interrupting the kernel, ``sys.exit()``, and the check's own time limit.
+PROPAGATE = (KeyboardInterrupt, SystemExit, _Timeout)
+
+
+def describe(err: BaseException) -> str:
+    """The first line of an exception's message, at most 200 characters.
+
+    ``str(err)`` runs the reader's code when the exception is the reader's
+    own class; a ``__str__`` that raises gives "(no message)".
+    """
+    try:
+        text = str(err).strip()
+    except PROPAGATE:
+        raise
+    except BaseException:  # a reader's __str__ that raises
+        text = ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0] == "in user code:":  # an error inside a tf.function: the cause comes last
+        lines = lines[-1:]
+    return lines[0][:200] if lines else "(no message)"
+
+
+def raised(err: BaseException, lang: str, where: str = "") -> "Mismatch":
+    """The "your code raised X: detail" Mismatch for an exception of the reader's code."""
+    return Mismatch(message(COMMON, "raised", lang, where=where, error=type(err).__name__,
+                            detail=describe(err)))
+
+
 def call(fn: Callable, *args, lang: str, where: str = "") -> Any:
-    """Call the reader's function; turn any exception into a Mismatch."""
+    """Call the reader's function; turn any exception into a Mismatch.
+
+    Every exception counts, BaseException subclasses included, except
+    :data:`PROPAGATE` (KeyboardInterrupt, SystemExit and the time limit).
+    """
     try:
         return fn(*args)
-    except Mismatch:
+    except (Mismatch, *PROPAGATE):
         raise
-    except Exception as err:  # the reader's code may raise anything
-        detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else "(no message)"
-        raise Mismatch(message(COMMON, "raised", lang, where=where,
-                               error=type(err).__name__, detail=detail)) from None
+    except BaseException as err:  # the reader's code may raise anything
+        raise raised(err, lang, where) from None
+
+
+def to_array(value: Any) -> Optional[np.ndarray]:
+    """``value`` as a NumPy array (``.numpy()`` first, for tensors); None when that fails.
+
+    The reader's object may raise anything from ``numpy()``, ``__array__`` or
+    ``__getattr__``: every exception but :data:`PROPAGATE` gives None.
+    """
+    try:
+        if isinstance(value, (tf.Tensor, tf.Variable)) or hasattr(value, "numpy"):
+            value = value.numpy()
+        array = np.asarray(value)
+    except PROPAGATE:
+        raise
+    except BaseException:
+        return None
+    return array if isinstance(array, np.ndarray) else None
 
 
 def as_array(value: Any, *, lang: str, what: str, where: str = "",
@@ -106,11 +187,8 @@ def as_array(value: Any, *, lang: str, what: str, where: str = "",
     what_text = message(COMMON, what, lang) if what in COMMON else what
     if value is None:
         raise Mismatch(message(COMMON, none_key, lang, where=where))
-    try:
-        array = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
-    except Exception:
-        array = None
-    if array is None or array.dtype.kind not in "biuf":
+    array = to_array(value)
+    if array is None or array.dtype.kind not in "biufc":
         raise Mismatch(message(COMMON, "not_numeric", lang, where=where, kind=type(value).__name__))
     if array.dtype.kind != "f":
         raise Mismatch(message(COMMON, "dtype", lang, where=where, what=what_text,
@@ -123,6 +201,12 @@ def as_array(value: Any, *, lang: str, what: str, where: str = "",
     return array
 
 
+def require_tensor(value: Any, *, lang: str, where: str = "") -> None:
+    """A value whose gradient the check asks for must be a tensor (not NumPy, not a Python number)."""
+    if not tf.is_tensor(value):
+        raise Mismatch(message(COMMON, "not_tensor", lang, where=where, kind=type(value).__name__))
+
+
 def value_and_gradient(fn: Callable, x: np.ndarray, *, lang: str) -> Tuple[np.ndarray, np.ndarray]:
     """Run the reader's elementwise op on ``x`` under a tape; validate both results."""
     xt = tf.constant(x)
@@ -130,11 +214,11 @@ def value_and_gradient(fn: Callable, x: np.ndarray, *, lang: str) -> Tuple[np.nd
         tape.watch(xt)
         y = call(fn, xt, lang=lang)
     y_array = as_array(y, lang=lang, what="forward", shape=x.shape)
+    require_tensor(y, lang=lang)
     try:
         grad = tape.gradient(y, xt)
     except Exception as err:
-        raise Mismatch(message(COMMON, "raised", lang, where="",
-                               error=type(err).__name__, detail=str(err).splitlines()[0][:200])) from None
+        raise raised(err, lang) from None
     g_array = as_array(grad, lang=lang, what="gradient", shape=x.shape, none_key="none_gradient")
     return y_array, g_array
 
@@ -201,19 +285,163 @@ def answer_name(exercise_id: str) -> Optional[str]:
     return ANSWERS.get(exercise_id)
 
 
-def run_check(exercise_id: str, answer: Any, *, lang: str = "en") -> Feedback:
+# -- the time limit --------------------------------------------------------------
+
+def _alarm_available() -> bool:
+    """SIGALRM timers work here: a POSIX platform, and the main thread (Python runs handlers there)."""
+    return (hasattr(signal, "SIGALRM") and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread())
+
+
+class _Deadline:
+    """Raise :class:`_Timeout` in whatever Python code runs when ``seconds`` have passed.
+
+    ``signal.setitimer(ITIMER_REAL)`` with a SIGALRM handler that raises: the
+    exception appears inside the reader's loop or ``time.sleep`` (the code
+    runs in the main thread, in a Jupyter kernel as in pytest).  When the
+    reader's code catches it (``except BaseException``), the timer fires again
+    every ``REPEAT`` seconds, and :attr:`fired` stays set, so the check still
+    reports the time-out.  On exit the previous SIGALRM handler is restored,
+    and a timer that was already running (pytest-timeout, another library's
+    alarm) is re-armed with what was left of it: it is paused while the check
+    runs and fires at once afterwards if it fell due meanwhile.  Outside the
+    main thread, or without SIGALRM (Windows), nothing is armed and the code
+    runs without a time limit.
+
+    Not interrupted: code stuck inside one TensorFlow kernel or C call that
+    never returns to Python (an endless ``tf.while_loop``); Python handles the
+    signal only when control comes back to the interpreter.
+    """
+
+    REPEAT = 0.25
+
+    def __init__(self, seconds: Optional[float]):
+        self.seconds = seconds
+        self.fired = False
+        self.armed = False
+        self._active = False
+
+    def _handler(self, signum, frame):
+        if self._active:
+            self.fired = True
+            raise _Timeout()
+
+    def __enter__(self) -> "_Deadline":
+        if self.seconds is None or math.isinf(self.seconds) or not _alarm_available():
+            return self
+        try:
+            self._previous_handler = signal.getsignal(signal.SIGALRM)
+            self._previous_timer = signal.getitimer(signal.ITIMER_REAL)
+            self._started = time.monotonic()
+            signal.signal(signal.SIGALRM, self._handler)
+        except (ValueError, OSError):  # e.g. a sub-interpreter: no time limit
+            return self
+        self.armed = self._active = True
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-6), self.REPEAT)  # 0 would disarm it
+        return self
+
+    def __exit__(self, *exc_info) -> bool:
+        if not self.armed:
+            return False
+        try:
+            self._active = False  # from here on the handler does nothing
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            previous = self._previous_handler
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+            delay, interval = self._previous_timer
+            if delay > 0:
+                left = delay - (time.monotonic() - self._started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), interval)
+            self.armed = False
+        return False
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def _check_timeout(timeout: Any) -> Optional[float]:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not float(timeout) > 0:
+        raise ValueError(f"`timeout` must be a positive number of seconds or None; got {timeout!r}")
+    return float(timeout)
+
+
+# -- whose exception is it? --------------------------------------------------------
+
+_EXERCISES_DIR = os.path.dirname(os.path.abspath(__file__))
+_GRADLIB_DIR = os.path.dirname(_EXERCISES_DIR)
+_LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) for p in (
+    *(sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+    os.path.dirname(np.__file__), os.path.dirname(tf.__file__), _GRADLIB_DIR) if p}))
+
+
+def _raised_by_check(err: BaseException, check: Callable) -> bool:
+    """True when ``err`` was raised by the check's own code, not by the reader's.
+
+    The traceback is read from the innermost frame outwards, skipping library
+    frames (the standard library, installed packages, NumPy, TensorFlow and the
+    rest of gradlib): the first frame in ``gradlib/exercises`` or of the
+    ``check`` function itself makes it the check's, the first other frame (a
+    notebook cell, a test) the reader's.  An exception raised in library code
+    only is the reader's (TensorFlow rejecting what the reader's function
+    returned).
+    """
+    frames = []
+    tb = err.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    check_code = getattr(check, "__code__", None)
+    for code in reversed(frames):
+        filename = code.co_filename
+        if code is check_code:
+            return True
+        if filename.startswith(("<frozen", "<__array_function__")):
+            continue
+        path = os.path.abspath(filename)
+        if path.startswith(_EXERCISES_DIR + os.sep):
+            return True
+        if not any(path.startswith(folder + os.sep) for folder in _LIBRARY_DIRS):
+            return False
+    return False
+
+
+def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optional[float] = 30.0) -> Feedback:
+    """See :func:`gradlib.exercises.check`."""
     if lang not in LANGUAGES:
         raise ValueError(f"`lang` must be one of {LANGUAGES}; got {lang!r}")
     if exercise_id not in CHECKS:
         raise ValueError(f"unknown exercise id {exercise_id!r}; known ids: {', '.join(sorted(CHECKS))}")
+    timeout = _check_timeout(timeout)
     check, messages = CHECKS[exercise_id]
+
+    def outcome() -> Tuple[bool, str]:
+        # Everything that can run the reader's code happens in here, under the
+        # time limit: the check, and the str() of the reader's exceptions.
+        try:
+            if not callable(answer):
+                raise Mismatch(message(COMMON, "not_callable", lang, name="answer", kind=type(answer).__name__))
+            detail = check(answer, lang)
+        except Mismatch as problem:
+            return False, str(problem)
+        except PROPAGATE:
+            raise
+        except BaseException as err:  # a reader's object can break a check in unforeseen ways
+            key = "check_failed" if _raised_by_check(err, check) else "raised"
+            return False, message(COMMON, key, lang, where="", error=type(err).__name__, detail=describe(err))
+        return True, detail or message(COMMON, "passed", lang)
+
+    deadline = _Deadline(timeout)
     try:
-        if not callable(answer):
-            raise Mismatch(message(COMMON, "not_callable", lang, name="answer", kind=type(answer).__name__))
-        detail = check(answer, lang)
-    except Mismatch as problem:
-        return Feedback(exercise_id, False, str(problem), lang)
-    except Exception as err:  # a reader's object can break a check in unforeseen ways
-        return Feedback(exercise_id, False, message(COMMON, "raised", lang, where="", error=type(err).__name__,
-                                                    detail=str(err).splitlines()[0][:200] if str(err) else ""), lang)
-    return Feedback(exercise_id, True, detail or message(COMMON, "passed", lang), lang)
+        with deadline:
+            passed, text = outcome()
+    except _Timeout as err:
+        if not deadline.fired:  # the reader's code raised gradlib's private exception itself
+            passed, text = False, message(COMMON, "raised", lang, where="", error=type(err).__name__,
+                                          detail=describe(err))
+    if deadline.fired:  # also when the reader's code caught the time-out and returned
+        passed, text = False, message(COMMON, "timeout", lang, seconds=_seconds(timeout))
+    return Feedback(exercise_id, passed, text, lang)

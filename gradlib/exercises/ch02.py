@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from ._core import (COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points,
-                    message)
+                    message, raised, require_tensor)
 
 MESSAGES = {
     # ch02-ex1
@@ -116,12 +116,11 @@ def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: Optional[np.ndarray], 
         tape.watch(xt)
         y = call(fn, xt, lang=lang, where=prefix)
     y_array = as_array(y, lang=lang, what="forward", where=prefix, shape=x.shape)
+    require_tensor(y, lang=lang, where=prefix)
     try:
         grad = tape.gradient(y, xt, output_gradients=None if upstream is None else tf.constant(upstream))
     except Exception as err:
-        detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else "(no message)"
-        raise Mismatch(message(COMMON, "raised", lang, where=prefix, error=type(err).__name__,
-                               detail=detail)) from None
+        raise raised(err, lang, prefix) from None
     g_array = as_array(grad, lang=lang, what="gradient", where=prefix, shape=x.shape, none_key="none_gradient")
     return y_array, g_array
 
@@ -145,12 +144,7 @@ def _compare_elementwise(answer: Callable, x: np.ndarray, value: np.ndarray, gra
     """Compare value and gradient (upstream ones) with the reference arrays; raise on the first mismatch."""
     y, g = _value_and_vjp(answer, x, None, lang=lang, prefix=prefix)
     flat_x = np.ravel(x)
-    i = _first_bad(y, value)
-    if i is not None:
-        text = message(COMMON, "value", lang, where=prefix + message(COMMON, "at", lang, x=fmt(flat_x[i])),
-                       what=message(COMMON, "forward", lang), got=fmt(np.ravel(y)[i]),
-                       expected=fmt(np.ravel(value)[i]))
-        raise Mismatch(_join(text, forward_hint, lang))
+    _compare_values(y, value, x, lang=lang, prefix=prefix, hint=forward_hint)
     i = _first_bad(g, grad)
     if i is not None:
         if all_zero_hint and not np.any(g) and np.any(grad):
@@ -161,11 +155,26 @@ def _compare_elementwise(answer: Callable, x: np.ndarray, value: np.ndarray, gra
         raise Mismatch(_join(text, gradient_hint(float(flat_x[i])), lang))
 
 
-def _compare_upstream(answer: Callable, x: np.ndarray, local_grad: np.ndarray, upstream: float, *,
-                      lang: str, prefix: str = ""):
-    """The gradient must be the local derivative times a non-unit upstream gradient."""
+def _compare_values(y: np.ndarray, value: np.ndarray, x: np.ndarray, *, lang: str, prefix: str = "",
+                    hint: str = ""):
+    """The forward values must be the reference's; raise on the first mismatch."""
+    i = _first_bad(y, value)
+    if i is not None:
+        text = message(COMMON, "value", lang, where=prefix + message(COMMON, "at", lang, x=fmt(np.ravel(x)[i])),
+                       what=message(COMMON, "forward", lang), got=fmt(np.ravel(y)[i]),
+                       expected=fmt(np.ravel(value)[i]))
+        raise Mismatch(_join(text, hint, lang))
+
+
+def _compare_upstream(answer: Callable, x: np.ndarray, value: np.ndarray, local_grad: np.ndarray,
+                      upstream: float, *, lang: str, prefix: str = "", forward_hint: str = ""):
+    """The gradient must be the local derivative times a non-unit upstream gradient.
+
+    The value of this call is compared as well: every call of the answer counts.
+    """
     dy = np.full(x.shape, upstream, dtype=x.dtype)
-    _, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
+    y, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
+    _compare_values(y, value, x, lang=lang, prefix=prefix, hint=forward_hint)
     expected = local_grad * dy
     i = _first_bad(g, expected)
     if i is not None:
@@ -196,7 +205,8 @@ def check_clipped_identity_ste(answer, lang):
     square = STE_POINTS[:30].reshape(5, 6)
     value, grad = _ste_reference(square)
     _compare_elementwise(answer, square, value, grad, lang=lang, **hints)
-    _compare_upstream(answer, STE_POINTS, _ste_reference(STE_POINTS)[1], 2.5, lang=lang)
+    _compare_upstream(answer, STE_POINTS, *_ste_reference(STE_POINTS), 2.5, lang=lang,
+                      forward_hint=hints["forward_hint"])
     return message(MESSAGES, "ste_passed", lang, n=STE_POINTS.size)
 
 
@@ -215,8 +225,9 @@ def check_scaled_gradient(answer, lang):
                              prefix=prefix, forward_hint=message(MESSAGES, "scaled_forward", lang),
                              gradient_hint=lambda _x: message(MESSAGES, "scaled_gradient", lang))
     s = SCALES[0]
-    _compare_upstream(lambda v: answer(v, s), x, np.full_like(x, s), 4.0, lang=lang,
-                      prefix=message(MESSAGES, "with_s", lang, s=fmt(s)))
+    _compare_upstream(lambda v: answer(v, s), x, x.copy(), np.full_like(x, s), 4.0, lang=lang,
+                      prefix=message(MESSAGES, "with_s", lang, s=fmt(s)),
+                      forward_hint=message(MESSAGES, "scaled_forward", lang))
     return message(MESSAGES, "scaled_passed", lang, ss="{" + ", ".join(fmt(s) for s in SCALES) + "}")
 
 
@@ -269,12 +280,11 @@ def check_td_loss(answer, lang):
                                                          case["reward"], case["gamma"])
         if not np.isclose(value, expected, rtol=1e-4, atol=1e-6):
             raise Mismatch(message(MESSAGES, "td_value", lang, where=where, got=fmt(value), expected=fmt(expected)))
+        require_tensor(loss, lang=lang, where=where)
         try:
             grad = tape.gradient(loss, w)
         except Exception as err:
-            raise Mismatch(message(COMMON, "raised", lang, where=where, error=type(err).__name__,
-                                   detail=str(err).strip().splitlines()[0][:200] if str(err).strip()
-                                   else "(no message)")) from None
+            raise raised(err, lang, where) from None
         if grad is None:
             raise Mismatch(message(MESSAGES, "td_none", lang, where=where))
         got = as_array(grad, lang=lang, what="gradient", where=where, shape=case["w"].shape)

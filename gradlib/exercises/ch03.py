@@ -19,7 +19,8 @@ import numpy as np
 import tensorflow as tf
 
 from ..graph import register_gradient, run_graph
-from ._core import COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points, message
+from ._core import (COMMON, Mismatch, as_array, call, describe, exercise, fmt, kink_and_random_points,
+                    message)
 
 # -- ch03-ex1: the clipped Sign gradient -------------------------------------
 
@@ -91,7 +92,7 @@ def _validate_direct(result, x, lang):
         try:
             result.name  # tf.gradients reads the name of every returned gradient (for its log)
         except AttributeError as err:
-            error = str(err)
+            error = describe(err)
         else:  # something with a name that is still not a tensor
             raise Mismatch(message(COMMON, "not_numeric", lang, where="", kind=type(result).__name__))
         kind = type(result)
@@ -126,7 +127,7 @@ def check_clipped_sign_grad(answer, lang):
             weighted = tf.gradients(y, x, grad_ys=upstream)[0]
         except Exception as err:  # e.g. a gradient whose shape only fails inside TensorFlow
             raise Mismatch(message(MESSAGES_EX1, "tf_error", lang, error=type(err).__name__,
-                                   detail=(str(err).strip().splitlines() or [""])[0][:200])) from None
+                                   detail=describe(err))) from None
         return unit, weighted
 
     try:
@@ -135,7 +136,7 @@ def check_clipped_sign_grad(answer, lang):
         raise
     except Exception as err:  # raised while the session ran the reader's ops
         raise Mismatch(message(MESSAGES_EX1, "tf_error", lang, error=type(err).__name__,
-                               detail=(str(err).strip().splitlines() or [""])[0][:200])) from None
+                               detail=describe(err))) from None
 
     unit = as_array(unit, lang=lang, what="gradient", shape=x_np.shape, none_key="none_gradient")
     expected = _expected_ex1(x_np, np.ones_like(x_np))

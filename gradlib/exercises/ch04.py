@@ -12,7 +12,8 @@ is run under ``tf.GradientTape`` with upstream gradients other than 1, so a
 import numpy as np
 import tensorflow as tf
 
-from ._core import COMMON, Mismatch, call, exercise, fmt, kink_and_random_points, message
+from ._core import (COMMON, Mismatch, call, describe, exercise, fmt, kink_and_random_points, message,
+                    raised, require_tensor, to_array)
 
 MESSAGES = {
     # shared by the three checks
@@ -104,14 +105,14 @@ def _mismatch(lang, *, at, what, got, expected, because=None, hint=None):
 
 def _gradient(tape, target, source, *, lang, inputs, **kwargs):
     """tape.gradient, with TensorFlow's errors turned into reader-facing messages."""
+    require_tensor(target, lang=lang)
     try:
         return tape.gradient(target, source, **kwargs)
     except Exception as err:
-        detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else "(no message)"
+        detail = describe(err)
         if "gradients, but returned" in detail:
             raise Mismatch(_text("gradient_count", lang, inputs=inputs, detail=detail)) from None
-        raise Mismatch(message(COMMON, "raised", lang, where="", error=type(err).__name__,
-                               detail=detail)) from None
+        raise raised(err, lang) from None
 
 
 def _array(value, *, lang, what, shape, none_key="none"):
@@ -120,11 +121,8 @@ def _array(value, *, lang, what, shape, none_key="none"):
         if none_key in MESSAGES:
             raise Mismatch(_text(none_key, lang))
         raise Mismatch(message(COMMON, none_key, lang, where=""))
-    try:
-        array = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
-    except Exception:
-        array = None
-    if array is None or array.dtype.kind not in "biuf":
+    array = to_array(value)
+    if array is None or array.dtype.kind not in "biufc":
         raise Mismatch(message(COMMON, "not_numeric", lang, where="", kind=type(value).__name__))
     if array.dtype.kind != "f":
         raise Mismatch(message(COMMON, "dtype", lang, where="", what=what,
@@ -242,6 +240,11 @@ def check_log1pexp(answer, lang):
     with tf.GradientTape() as tape:
         tape.watch(xt)
         y = call(answer, xt, lang=lang)
+    values = _array(y, lang=lang, what=value_text, shape=point.shape)  # this call's value counts too
+    expected = np.logaddexp(0.0, point.astype(np.float64))
+    i = _first_mismatch(values, expected, atol=1e-5)
+    if i is not None:
+        raise _mismatch(lang, at=f"x = {fmt(point[i])}", what=value_text, got=values[i], expected=expected[i])
     grad = _gradient(tape, y, xt, lang=lang, inputs="x", output_gradients=tf.constant(upstream))
     grads = _array(grad, lang=lang, what=grad_text, shape=point.shape, none_key="none_gradient")
     expected = upstream * _sigmoid(point.astype(np.float64))

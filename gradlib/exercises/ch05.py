@@ -23,7 +23,8 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ._core import COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points, message
+from ._core import (COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points, message, raised,
+                    require_tensor)
 
 MESSAGES = {
     # shared
@@ -142,11 +143,6 @@ def _join(text: str, hint: str, lang: str) -> str:
     return text + ("" if lang == "zh" else " ") + hint
 
 
-def _raised(err: Exception, lang: str, where: str) -> Mismatch:
-    detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else "(no message)"
-    return Mismatch(message(COMMON, "raised", lang, where=where, error=type(err).__name__, detail=detail))
-
-
 def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: np.ndarray, *, lang: str,
                    prefix: str = "") -> Tuple[np.ndarray, np.ndarray]:
     """Run the reader's ``fn(x)`` under a tape; return the value and the vector-Jacobian product."""
@@ -155,10 +151,11 @@ def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: np.ndarray, *, lang: s
         tape.watch(xt)
         y = call(fn, xt, lang=lang, where=prefix)
     values = as_array(y, lang=lang, what="forward", where=prefix, shape=x.shape)
+    require_tensor(y, lang=lang, where=prefix)
     try:
         grad = tape.gradient(y, xt, output_gradients=tf.constant(upstream))
     except Exception as err:  # e.g. a grad_fn that returns the wrong thing
-        raise _raised(err, lang, prefix) from None
+        raise raised(err, lang, prefix) from None
     if grad is None:
         raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=prefix,
                                kind=message(MESSAGES, "none_word", lang)))
@@ -184,14 +181,20 @@ def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, 
     upstream gradient of 2.5 (a grad_fn must multiply by dy).
     """
     value, local = reference(x)
+    flat_x = np.ravel(x)
+
+    def compare_values(y):
+        flat_y = np.ravel(y)
+        i = _first_bad(y, value)
+        if i is not None:
+            if flat_x[i] == 0:
+                raise Mismatch(message(MESSAGES, "sign_zero", lang, prefix=prefix, got=fmt(flat_y[i])))
+            raise Mismatch(_join(_mismatch_text(lang, prefix, flat_x[i], "forward", flat_y[i],
+                                                np.ravel(value)[i]),
+                                 message(MESSAGES, "sign_forward", lang), lang))
+
     y, g = _value_and_vjp(answer, x, np.ones_like(x), lang=lang, prefix=prefix)
-    flat_x, flat_y = np.ravel(x), np.ravel(y)
-    i = _first_bad(y, value)
-    if i is not None:
-        if flat_x[i] == 0:
-            raise Mismatch(message(MESSAGES, "sign_zero", lang, prefix=prefix, got=fmt(flat_y[i])))
-        raise Mismatch(_join(_mismatch_text(lang, prefix, flat_x[i], "forward", flat_y[i], np.ravel(value)[i]),
-                             message(MESSAGES, "sign_forward", lang), lang))
+    compare_values(y)
     i = _first_bad(g, local)
     if i is not None:
         if not np.any(g) and np.any(local):
@@ -200,7 +203,8 @@ def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, 
         text = _mismatch_text(lang, prefix, flat_x[i], "gradient", np.ravel(g)[i], np.ravel(local)[i])
         raise Mismatch(_join(text, gradient_hint(float(flat_x[i])), lang))
     dy = np.full(x.shape, 2.5, np.float32)
-    _, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
+    y, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
+    compare_values(y)  # every call of the answer counts
     i = _first_bad(g, local * dy)
     if i is not None:
         raise Mismatch(message(MESSAGES, "upstream", lang, prefix=prefix, dy=fmt(2.5),

@@ -21,7 +21,8 @@ import numpy as np
 import tensorflow as tf
 
 from ..logs import captured_tf_warnings
-from ._core import COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points, message
+from ._core import (COMMON, Mismatch, as_array, call, describe, exercise, fmt, kink_and_random_points,
+                    message, require_tensor, to_array)
 
 MESSAGES = {
     # shared by ex1 and ex3
@@ -136,9 +137,7 @@ def _join(text: str, hint: str, lang: str) -> str:
     return text + ("" if lang == "zh" else " ") + hint
 
 
-def _detail(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0][:200] if text else "(no message)"
+_detail = describe
 
 
 def _exact(value) -> str:
@@ -162,6 +161,7 @@ def _run(answer: Callable, x: np.ndarray, lam, upstream, *, lang: str, prefix: s
         tape.watch(xt)
         y = call(answer, xt, lam, lang=lang, where=prefix)
     y_array = as_array(y, lang=lang, what="forward", where=prefix, shape=x.shape)
+    require_tensor(y, lang=lang, where=prefix)
     try:
         grad = tape.gradient(y, xt, output_gradients=None if upstream is None else tf.constant(upstream))
     except Exception as err:
@@ -192,15 +192,21 @@ def _gradient_hint(got: float, lam: float, lang: str) -> str:
     return _text("grad_generic", lang)
 
 
-def _compare(answer, x, lam, lam_value: float, *, lang: str, prefix: str):
-    """Value ≈ x and gradient = −λ with an upstream gradient of ones."""
-    y, g = _run(answer, x, lam, None, lang=lang, prefix=prefix)
+def _compare_forward(y, x, *, lang: str, prefix: str):
+    """The value must be x (up to rounding); raise on the first mismatch."""
     flat_x = np.ravel(x)
     i = _first_bad(y, x)
     if i is not None:
         text = message(COMMON, "value", lang, where=prefix + message(COMMON, "at", lang, x=fmt(flat_x[i])),
                        what=message(COMMON, "forward", lang), got=fmt(np.ravel(y)[i]), expected=fmt(flat_x[i]))
         raise Mismatch(_join(text, _text("forward_identity", lang), lang))
+
+
+def _compare(answer, x, lam, lam_value: float, *, lang: str, prefix: str):
+    """Value ≈ x and gradient = −λ with an upstream gradient of ones."""
+    y, g = _run(answer, x, lam, None, lang=lang, prefix=prefix)
+    flat_x = np.ravel(x)
+    _compare_forward(y, x, lang=lang, prefix=prefix)
     expected = np.full(x.shape, -lam_value, np.float32)
     i = _first_bad(g, expected)
     if i is not None:
@@ -212,7 +218,8 @@ def _compare(answer, x, lam, lam_value: float, *, lang: str, prefix: str):
 
 
 def _compare_upstream(answer, x, lam, lam_value: float, upstream, *, lang: str, prefix: str):
-    _, g = _run(answer, x, lam, upstream, lang=lang, prefix=prefix)
+    y, g = _run(answer, x, lam, upstream, lang=lang, prefix=prefix)
+    _compare_forward(y, x, lang=lang, prefix=prefix)  # every call of the answer counts
     expected = -lam_value * upstream
     i = _first_bad(g, expected)
     if i is not None:
@@ -230,17 +237,22 @@ def _compare_in_function(answer, x, upstream, *, lang: str):
         with tf.GradientTape() as tape:
             tape.watch(v)
             y = answer(v, lam)
-        return tape.gradient(y, v, output_gradients=dy)
+        if not tf.is_tensor(y):  # reported below, outside the tf.function
+            return y, None
+        return y, tape.gradient(y, v, output_gradients=dy)
 
     for value in (0.25, 1.5):
         lam.assign(value)
         prefix = _text("with_lam", lang, lam=fmt(value), kind=_text("kind_function", lang))
         try:
             with captured_tf_warnings():  # a check run many times must not flood stderr with retracing notices
-                grad = layer_gradient(xt)
+                y, grad = layer_gradient(xt)
         except Exception as err:
             raise Mismatch(_text("function_raised", lang, prefix=prefix, error=type(err).__name__,
                                  detail=_detail(err))) from None
+        y_array = as_array(y, lang=lang, what="forward", where=prefix, shape=x.shape)
+        require_tensor(y, lang=lang, where=prefix)
+        _compare_forward(y_array, x, lang=lang, prefix=prefix)
         g = as_array(grad, lang=lang, what="gradient", where=prefix, shape=x.shape, none_key="none_gradient")
         expected = -value * upstream
         i = _first_bad(g, expected)
@@ -327,12 +339,12 @@ def check_dann_lambda(answer, lang):
             raise Mismatch(message(COMMON, "none", lang, where=where))
         if isinstance(value, bool):
             raise Mismatch(message(COMMON, "not_numeric", lang, where=where, kind="bool"))
-        try:
-            array = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
-        except Exception:
-            array = None
-        if array is None or array.dtype.kind not in "iuf":
+        array = to_array(value)
+        if array is None or array.dtype.kind not in "iufc":
             raise Mismatch(message(COMMON, "not_numeric", lang, where=where, kind=type(value).__name__))
+        if array.dtype.kind == "c":
+            raise Mismatch(message(COMMON, "dtype", lang, where=where, what=_text("lam_word", lang),
+                                   got=str(array.dtype), expected="float32"))
         if array.shape != ():
             raise Mismatch(message(COMMON, "shape", lang, where=where, what=_text("lam_word", lang),
                                    got=list(array.shape), expected=[]))

@@ -1,0 +1,801 @@
+"""Hostile readers' code: every exercise check against generated wrong answers.
+
+For every id in ``gradlib.exercises.exercise_ids()`` a generator seeded with
+the id builds about 120 hostile answers (1779 in all at the time of writing):
+
+* answers that raise: ordinary exceptions of many types, TensorFlow errors,
+  real recursion, an exception whose ``__str__`` raises, one with a long
+  multi-line message, ``GeneratorExit`` and a BaseException subclass of the
+  reader's own;
+* answers that hang: ``while True: pass``, ``time.sleep(1e6)``, and one of a
+  loop that swallows the first time-out, waiting on an Event, an object whose
+  ``__array__`` loops (the check's conversion hangs, not the call); checked
+  with a short ``timeout``;
+* answers that return None, NaN, ±inf, Python numbers, bools, strings,
+  lists, dicts, NumPy arrays and tensors of the wrong shape, of the right
+  shape but dtype int32, float64 (with wrong values), complex or bool, NaN
+  tensors, ``tf.Variable``\\ s, ragged and sparse tensors, a callable, a
+  generator, objects whose ``__array__``, ``numpy``, ``__getattr__`` or
+  ``__float__`` raise;
+* functions with the wrong number of parameters, and non-callable answers;
+* answers that mutate their inputs (a ``tf.Variable`` assigned, an array
+  overwritten in place);
+* answers that are correct on their first k calls and then raise, return
+  None, NaN, a wrong value, an int, the wrong shape (every k from 1 to the
+  number of calls the check makes to the reference solution, minus one) or
+  hang (one k drawn at random), so that the later, deeper parts of each
+  check meet hostile values too, and a check that ignores the result of one
+  of its calls is caught.
+
+Each answer is checked in English and in Chinese: ``check`` must return a
+Feedback (never raise), not passed, for the right exercise and language,
+with a non-empty message in that language (Chinese messages contain CJK
+characters, English ones do not), no unformatted ``{placeholder}``, not the
+"the check itself failed" message (an exception raised by the check's own
+code), no "your code raised" for an answer that raised nothing, the
+time-out message exactly for the answers that hang, and within the
+time-out.  The reference solutions (copied here, independent of the
+chapters) must pass before and after.  The checks' module-level reference data must be unchanged
+afterwards.  ``feedback_problems`` is that assertion; it returns the problems
+instead of raising, and ``test_a_broken_check_is_caught`` shows that it
+catches deliberately broken checks.
+
+By design two exceptions propagate out of ``check`` and are not fuzzed:
+KeyboardInterrupt (the reader or the grader interrupting the kernel) and
+SystemExit (``sys.exit()`` in the reader's code);
+``test_keyboard_interrupt_and_system_exit_propagate`` pins that down.
+
+The total number of cases is printed in the terminal summary at the end of
+the run (``fuzz cases: ...``) and recorded as the junit test-suite property
+``fuzz_cases``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import re
+import signal
+import sys
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gradlib
+from gradlib import exercises
+from gradlib.exercises import _core
+
+LANGS = ("en", "zh")
+HANG_TIMEOUT = 0.15       # seconds given to check() for an answer that hangs
+TIMEOUT = 30.0            # for the others: only a check that hangs by itself reaches it
+SLACK = 2.0               # a hanging answer must be stopped within timeout + SLACK
+MIN_CASES = 1000          # the fuzzer must have tried at least this many answers (x 2 languages)
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
+PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+# -- reference solutions (independent copies, as in the chapters) ------------------
+
+def second_derivative(f, x):
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy = inner.gradient(y, x)
+    return outer.gradient(dy, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+
+def clipped_identity_ste(x):
+    t = tf.clip_by_value(x, -1.0, 1.0)
+    return t + tf.stop_gradient(tf.sign(x) - t)
+
+
+def scaled_gradient(x, s):
+    return s * x + tf.stop_gradient((1 - s) * x)
+
+
+def td_loss(w, phi, phi_next, reward, gamma):
+    v = tf.linalg.matvec(phi, w)
+    target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (v - target) ** 2)
+
+
+def clipped_sign_grad(op, grad):
+    x = op.inputs[0]
+    return tf.where(tf.abs(x) <= 1.0, grad, tf.zeros_like(grad))
+
+
+def naive_xnor_grad(x, w):
+    scale, signs = np.mean(np.abs(x)), np.sign(x)
+    return w * scale + np.sum(w * signs) * signs / x.size
+
+
+@tf.custom_gradient
+def fake_quant(x, bits):
+    levels = tf.cast(2 ** bits - 1, x.dtype)
+    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
+
+    def grad_fn(dy):
+        inside = tf.logical_and(x >= 0.0, x <= 1.0)
+        return tf.where(inside, dy, tf.zeros_like(dy)), None
+    return y, grad_fn
+
+
+@tf.custom_gradient
+def log1pexp(x):
+    y = tf.maximum(x, 0.0) + tf.math.log1p(tf.exp(-tf.abs(x)))
+    return y, lambda dy: dy * tf.sigmoid(x)
+
+
+@tf.custom_gradient
+def safe_norm(v):
+    norm = tf.norm(v)
+    return norm, lambda dy: dy * tf.math.divide_no_nan(v, norm)
+
+
+def binary_sign(x, clip):
+    hard_tanh = tf.clip_by_value(x, -clip, clip)
+    return hard_tanh + tf.stop_gradient(tf.where(x >= 0, 1.0, -1.0) - hard_tanh)
+
+
+def dorefa_weights(w, bits):
+    t = tf.tanh(w)
+    u = t / (2 * tf.reduce_max(tf.abs(t))) + 0.5
+    return 2 * gradlib.dorefa_quantize(u, bits) - 1
+
+
+def approx_sign(x):
+    a = tf.clip_by_value(x, -1.0, 1.0)
+    smooth = 2 * a - a * tf.abs(a)
+    return smooth + tf.stop_gradient(tf.where(x >= 0, 1.0, -1.0) - smooth)
+
+
+@tf.custom_gradient
+def reverse_gradient(x, lam):
+    def grad_fn(dy):
+        return -lam * dy, None
+    return tf.identity(x), grad_fn
+
+
+def dann_lambda(p):
+    return 2.0 / (1.0 + np.exp(-10.0 * p)) - 1.0
+
+
+def grl_trick(x, lam):
+    t = -lam * x
+    return t + tf.stop_gradient(x - t)
+
+
+REFERENCES: Dict[str, Callable] = {
+    "ch01-ex2": second_derivative, "ch02-ex1": clipped_identity_ste, "ch02-ex2": scaled_gradient,
+    "ch02-ex4": td_loss, "ch03-ex1": clipped_sign_grad, "ch03-ex2": naive_xnor_grad,
+    "ch04-ex1": fake_quant, "ch04-ex2": log1pexp, "ch04-ex3": safe_norm, "ch05-ex1": binary_sign,
+    "ch05-ex2": dorefa_weights, "ch05-ex3": approx_sign, "ch06-ex1": reverse_gradient,
+    "ch06-ex2": dann_lambda, "ch06-ex3": grl_trick,
+}
+
+
+# -- building blocks of hostile answers ----------------------------------------------
+
+class ReadersError(BaseException):
+    """A BaseException subclass of the reader's own (not an Exception)."""
+
+
+class UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("__str__ of the reader's exception raises")
+
+
+class NotAStringError(Exception):
+    def __str__(self):
+        return 42  # str() raises TypeError
+
+
+class RaisingArray:
+    def __array__(self, dtype=None, copy=None):
+        raise ValueError("__array__ raises")
+
+
+class HangingArray:
+    def __array__(self, dtype=None, copy=None):
+        while True:
+            pass
+
+
+class RaisingNumpy:
+    @property
+    def numpy(self):
+        raise RuntimeError("the numpy attribute raises")
+
+
+class SelfNumpy:
+    def numpy(self):
+        return self
+
+
+class RaisingGetattr:
+    def __getattr__(self, name):
+        raise RuntimeError(f"no {name} here")  # not AttributeError: hasattr() lets it through
+
+
+class RaisingFloat:
+    def __float__(self):
+        raise ValueError("__float__ raises")
+
+    def __index__(self):
+        raise ValueError("__index__ raises")
+
+
+class RaisingBool:
+    def __bool__(self):
+        raise ValueError("__bool__ raises")
+
+    def __eq__(self, other):
+        raise ValueError("__eq__ raises")
+
+    __hash__ = object.__hash__
+
+
+class LyingShape:
+    shape = (3,)
+    dtype = np.float32
+
+    def __array__(self, dtype=None, copy=None):
+        return np.zeros((2, 2), np.float32)
+
+
+class NoCall:
+    __call__ = None  # callable() is True, calling raises TypeError
+
+
+class Constructed:
+    def __init__(self, *args, **kwargs):
+        pass
+
+
+def first_shape(args) -> tuple:
+    """The shape of the first array-like argument (None dimensions as 1), () if there is none."""
+    for arg in args:
+        shape = getattr(arg, "shape", None)
+        if shape is None or isinstance(arg, type):
+            continue
+        try:
+            dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
+        except ValueError:  # unknown rank
+            continue
+        return tuple(1 if d is None else int(d) for d in dims)
+    return ()
+
+
+def first_tensor(args):
+    for arg in args:
+        if isinstance(arg, (tf.Tensor, tf.Variable, np.ndarray)):
+            return arg
+    return args[0] if args else None
+
+
+def mutate(args, rng: np.random.Generator) -> None:
+    """Change every mutable argument in place: variables, arrays, lists, dicts."""
+    for arg in args:
+        try:
+            if isinstance(arg, tf.Variable):
+                arg.assign(tf.cast(rng.uniform(5, 9, first_shape([arg])), arg.dtype))
+            elif isinstance(arg, np.ndarray) and arg.flags.writeable:
+                arg[...] = np.nan if arg.dtype.kind == "f" else 7
+            elif isinstance(arg, (list, dict)):
+                arg.clear()
+        except Exception:
+            pass
+
+
+def perturb(value, amount: float):
+    """A value of the same kind, shifted (tensors stay tensors, arrays arrays)."""
+    if isinstance(value, (tf.Tensor, tf.Variable)):
+        return value + tf.cast(amount, value.dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(perturb(v, amount) for v in value)
+    return value + amount
+
+
+def like(args, value) -> Any:
+    """A tensor filled with ``value`` in the shape and (float) dtype of the first tensor argument."""
+    return tf.fill(first_shape(args), tf.constant(value, tf.float32))
+
+
+# -- the generator ---------------------------------------------------------------------
+
+@dataclass
+class Case:
+    label: str
+    make: Callable[[], Any]       # a fresh answer for each check
+    hangs: bool = False
+    timeout: Optional[float] = None
+    raises: bool = False          # the answer raises (a wrong signature included)
+
+    def __post_init__(self):
+        self.raises = self.raises or self.label.startswith(("raises", "takes", "has __call__")) \
+            or self.label.endswith("then raise")
+
+
+def returning(make_value: Callable[[tuple], Any]) -> Callable[[], Callable]:
+    def make():
+        def answer(*args, **kwargs):
+            return make_value(args)
+        return answer
+    return make
+
+
+def raising(make_error: Callable[[], BaseException]) -> Callable[[], Callable]:
+    def make():
+        def answer(*args, **kwargs):
+            raise make_error()
+        return answer
+    return make
+
+
+def calling(body: Callable[[tuple], Any]) -> Callable[[], Callable]:
+    return returning(body)
+
+
+def recurse(args):
+    return recurse(args)
+
+
+def hang_loop(args):
+    while True:
+        pass
+
+
+def hang_sleep(args):
+    time.sleep(1e6)
+
+
+def hang_swallowing(args):
+    n = 0
+    try:
+        while True:
+            n += len(args)
+    except BaseException:  # the reader's code swallows the first time-out ...
+        pass
+    while True:            # ... and keeps looping
+        n += 1
+
+
+def hang_event(args):
+    threading.Event().wait()
+
+
+def generator_answer(*args):
+    yield 1.0
+
+
+def counting(fn: Callable) -> Callable:
+    """``fn``, counting its calls in ``.calls``."""
+    @functools.wraps(fn)
+    def counted(*args, **kwargs):
+        counted.calls += 1
+        return fn(*args, **kwargs)
+    counted.calls = 0
+    return counted
+
+
+LATE_BEHAVIOURS = ("raise", "none", "nan", "wrong", "int", "reshape", "hang")
+
+
+def late(reference: Callable, correct_calls: int, behaviour: str) -> Callable[[], Callable]:
+    """Correct on the first ``correct_calls`` calls, then ``behaviour``."""
+    def make():
+        state = {"calls": 0}
+
+        def answer(*args):
+            state["calls"] += 1
+            if state["calls"] <= correct_calls:
+                return reference(*args)
+            if behaviour == "raise":
+                raise ValueError("fails on a later call")
+            if behaviour == "none":
+                return None
+            if behaviour == "hang":
+                hang_loop(args)
+            value = reference(*args)
+            if behaviour == "nan":
+                return perturb(value, float("nan"))
+            if behaviour == "wrong":
+                return perturb(value, 0.5)
+            if behaviour == "int":
+                return tf.cast(value, tf.int32) if isinstance(value, tf.Tensor) else np.asarray(value).astype(np.int32)
+            return tf.reshape(value, [-1, 1]) if isinstance(value, tf.Tensor) else np.reshape(value, (-1, 1))
+        return answer
+    return make
+
+
+def hostile_answers(exercise_id: str, reference: Callable, reference_calls: int,
+                    reference_seconds: float) -> List[Case]:
+    """The hostile answers for one exercise, from a generator seeded with its id."""
+    seed = zlib.crc32(exercise_id.encode())
+    rnd, rng = random.Random(seed), np.random.default_rng(seed)
+    words = ["wrong", "naïve", "emoji 🙃", "tab\there", "quote \" and '", "back\\slash", "ünïcödé"]
+
+    def message():
+        return " ".join(rnd.choice(words) for _ in range(rnd.randint(1, 4)))
+
+    def shape():
+        return tuple(rnd.randint(0, 5) for _ in range(rnd.randint(1, 3)))
+
+    def wrong_shape(args):
+        s = first_shape(args)
+        return s + (2,) if rnd.random() < 0.5 else (s[1:] if s else (3,))
+
+    cases = [
+        # -- raising ---------------------------------------------------------------
+        Case("raises ValueError", raising(lambda: ValueError(message()))),
+        Case("raises TypeError", raising(lambda: TypeError(message()))),
+        Case("raises ZeroDivisionError", calling(lambda args: 1 / 0)),
+        Case("raises RuntimeError without a message", raising(RuntimeError)),
+        Case("raises KeyError", calling(lambda args: {}[message()])),
+        Case("raises IndexError", calling(lambda args: [][rnd.randint(0, 9)])),
+        Case("raises AttributeError", calling(lambda args: args.no_such_attribute)),
+        Case("raises NotImplementedError", raising(NotImplementedError)),
+        Case("raises AssertionError", calling(lambda args: (_ for _ in ()).throw(AssertionError(message())))),
+        Case("raises RecursionError (real recursion)", calling(recurse)),
+        Case("raises MemoryError", raising(MemoryError)),
+        Case("raises OverflowError", calling(lambda args: math.exp(1000))),
+        Case("raises UnicodeDecodeError", calling(lambda args: b"\xff\xfe\xfa".decode("utf-8"))),
+        Case("raises StopIteration", calling(lambda args: next(iter(())))),
+        Case("raises tf InvalidArgumentError", calling(lambda args: tf.reshape(tf.zeros([3]), [2]))),
+        Case("raises tf ResourceExhaustedError",
+             raising(lambda: tf.errors.ResourceExhaustedError(None, None, message()))),
+        Case("raises an exception whose __str__ raises", raising(UnprintableError)),
+        Case("raises an exception whose __str__ returns an int", raising(NotAStringError)),
+        Case("raises a long multi-line message",
+             raising(lambda: ValueError("\n".join(message() * 50 for _ in range(40))))),
+        Case("raises a message with only whitespace", raising(lambda: ValueError("  \n\t "))),
+        Case("raises GeneratorExit", raising(GeneratorExit)),
+        Case("raises a BaseException subclass", raising(lambda: ReadersError(message()))),
+        # -- hanging ---------------------------------------------------------------
+        Case("hangs: while True: pass", calling(hang_loop), hangs=True),
+        Case("hangs: time.sleep(1e6)", calling(hang_sleep), hangs=True),
+        rnd.choice([
+            Case("hangs: swallows the first time-out and loops again", calling(hang_swallowing), hangs=True),
+            Case("hangs: waits on an Event", calling(hang_event), hangs=True),
+            Case("hangs: returns an object whose __array__ loops", returning(lambda args: HangingArray()),
+                 hangs=True),
+        ]),
+        # -- returning the wrong thing -----------------------------------------------
+        Case("returns None", returning(lambda args: None)),
+        Case("returns NaN", returning(lambda args: float("nan"))),
+        Case("returns inf", returning(lambda args: float("inf"))),
+        Case("returns -inf", returning(lambda args: -float("inf"))),
+        Case("returns a Python int", returning(lambda args: rnd.randint(2, 10 ** 6))),
+        Case("returns a Python float", returning(lambda args: rnd.uniform(1.5, 1e3))),
+        Case("returns True", returning(lambda args: True)),
+        Case("returns False", returning(lambda args: False)),
+        Case("returns a str", returning(lambda args: message())),
+        Case("returns bytes", returning(lambda args: b"\x00\x01")),
+        Case("returns a list of floats", returning(lambda args: [rnd.uniform(2, 3) for _ in range(rnd.randint(0, 6))])),
+        Case("returns a dict", returning(lambda args: {"value": 1.0, "gradient": 2.0})),
+        Case("returns a tuple of tensors", returning(lambda args: (like(args, 2.0), like(args, 3.0)))),
+        Case("returns a set", returning(lambda args: {1.0, 2.0})),
+        Case("returns a complex number", returning(lambda args: complex(2, 1))),
+        Case("returns a huge int", returning(lambda args: 10 ** 400)),
+        Case("returns Ellipsis", returning(lambda args: ...)),
+        Case("returns a type", returning(lambda args: float)),
+        Case("returns object()", returning(lambda args: object())),
+        Case("returns an array of the wrong shape",
+             returning(lambda args: rng.uniform(2, 3, wrong_shape(args)).astype(np.float32))),
+        Case("returns an array of a random shape",
+             returning(lambda args: rng.uniform(2, 3, shape()).astype(np.float32))),
+        Case("returns an empty array", returning(lambda args: np.zeros((0,), np.float32))),
+        Case("returns NaN in the right shape", returning(lambda args: np.full(first_shape(args), np.nan, np.float32))),
+        Case("returns inf in the right shape", returning(lambda args: np.full(first_shape(args), np.inf, np.float32))),
+        Case("returns int32 in the right shape", returning(lambda args: np.full(first_shape(args), 3, np.int32))),
+        Case("returns float64 (wrong values) in the right shape",
+             returning(lambda args: rng.uniform(2, 3, first_shape(args)))),
+        Case("returns complex64 in the right shape",
+             returning(lambda args: np.full(first_shape(args), 1 + 2j, np.complex64))),
+        Case("returns bool in the right shape", returning(lambda args: np.ones(first_shape(args), bool))),
+        Case("returns an object array", returning(lambda args: np.array([object(), None], dtype=object))),
+        Case("returns a structured array",
+             returning(lambda args: np.zeros(3, dtype=[("a", np.float32), ("b", np.int32)]))),
+        Case("returns a NumPy string array", returning(lambda args: np.array(["1.0", "2.0"]))),
+        Case("returns a tensor of the wrong shape",
+             returning(lambda args: tf.constant(rng.uniform(2, 3, wrong_shape(args)), tf.float32))),
+        Case("returns an int32 tensor", returning(lambda args: tf.fill(first_shape(args), 3))),
+        Case("returns a float64 tensor (wrong values)",
+             returning(lambda args: tf.constant(rng.uniform(2, 3, first_shape(args)), tf.float64))),
+        Case("returns a complex tensor", returning(lambda args: tf.complex(like(args, 1.0), like(args, 2.0)))),
+        Case("returns a bool tensor", returning(lambda args: tf.fill(first_shape(args), True))),
+        Case("returns a string tensor", returning(lambda args: tf.fill(first_shape(args), "x"))),
+        Case("returns a NaN tensor", returning(lambda args: like(args, float("nan")))),
+        Case("returns a tf.Variable (wrong values)", returning(lambda args: tf.Variable(like(args, 2.5)))),
+        Case("returns a ragged tensor", returning(lambda args: tf.ragged.constant([[1.0], [2.0, 3.0]]))),
+        Case("returns a sparse tensor",
+             returning(lambda args: tf.sparse.SparseTensor([[0, 0]], [1.0], [2, 2]))),
+        Case("returns its first argument", returning(lambda args: args[0] if args else None)),
+        Case("returns its last argument", returning(lambda args: args[-1] if args else None)),
+        Case("returns zeros like its first argument", returning(lambda args: tf.zeros(first_shape(args)))),
+        Case("returns a callable", returning(lambda args: (lambda *a, **k: a[0] if a else 1.0))),
+        Case("returns a generator", lambda: generator_answer),
+        Case("returns an iterator", returning(lambda args: iter([1.0, 2.0]))),
+        Case("returns an object whose __array__ raises", returning(lambda args: RaisingArray())),
+        Case("returns an object whose numpy attribute raises", returning(lambda args: RaisingNumpy())),
+        Case("returns an object whose numpy() returns itself", returning(lambda args: SelfNumpy())),
+        Case("returns an object whose __getattr__ raises RuntimeError", returning(lambda args: RaisingGetattr())),
+        Case("returns an object whose __float__ raises", returning(lambda args: RaisingFloat())),
+        Case("returns an object whose __bool__ and __eq__ raise", returning(lambda args: RaisingBool())),
+        Case("returns an object with a lying shape", returning(lambda args: LyingShape())),
+        # -- the wrong signature, or not a function ----------------------------------
+        Case("takes no parameters", lambda: (lambda: 1.0)),
+        Case("takes eight parameters", lambda: (lambda a, b, c, d, e, f, g, h: a)),
+        Case("takes a required keyword-only parameter", lambda: (lambda *args, key: args[0])),
+        Case("is a class", lambda: Constructed),
+        Case("has __call__ = None", lambda: NoCall()),
+        Case("is None", lambda: None),
+        Case("is 3", lambda: 3),
+        Case("is 'x'", lambda: "x"),
+        Case("is a tensor", lambda: tf.constant(1.0)),
+        # -- mutating its inputs --------------------------------------------------------
+        Case("mutates its inputs and returns the first",
+             calling(lambda args: (mutate(args, rng), args[0] if args else None)[1])),
+        Case("mutates its inputs and returns a shifted reference",
+             calling(lambda args: (mutate(args, rng), perturb(reference(*args), 0.5))[1])),
+    ]
+    # -- correct on the first calls, then hostile ------------------------------------------
+    # (every number of correct calls for the quick behaviours, one drawn at random for a hang)
+    for behaviour in LATE_BEHAVIOURS:
+        hangs = behaviour == "hang"
+        counts = [rnd.randint(1, reference_calls - 1)] if hangs else range(1, reference_calls)
+        for k in counts:
+            cases.append(Case(f"correct on {k} of {reference_calls} calls, then {behaviour}",
+                              late(reference, k, behaviour), hangs=hangs,
+                              timeout=2 * reference_seconds + HANG_TIMEOUT if hangs else None))
+    return cases
+
+
+# -- the assertion -------------------------------------------------------------------------
+
+def _prefix(key: str, lang: str) -> str:
+    return _core.COMMON[key][lang].split("{", 1)[0]
+
+
+def _raised_phrase(lang: str) -> str:
+    """ "your code raised" / "你的代码抛出了": the words that blame an exception on the reader."""
+    return _core.COMMON["raised"][lang].split("}", 1)[1].split("{", 1)[0].strip()
+
+
+def feedback_problems(exercise_id: str, case: Case, lang: str) -> List[str]:
+    """Run one case through ``exercises.check``; return what is wrong with the outcome (empty: fine)."""
+    where = f"{exercise_id} [{lang}] {case.label}"
+    timeout = case.timeout or (HANG_TIMEOUT if case.hangs else TIMEOUT)
+    answer = case.make()
+    started = time.monotonic()
+    try:
+        feedback = exercises.check(exercise_id, answer, lang=lang, timeout=timeout)
+    except BaseException as err:  # noqa: B902 -- any escape is the finding
+        return [f"{where}: check raised {type(err).__name__}: {err!r}"[:500]]
+    elapsed = time.monotonic() - started
+    if not isinstance(feedback, exercises.Feedback):
+        return [f"{where}: check returned {type(feedback).__name__}, not Feedback"]
+    problems = []
+    text = feedback.message
+    if feedback.passed is not False:
+        problems.append(f"passed is {feedback.passed!r}")
+    if (feedback.exercise, feedback.lang) != (exercise_id, lang):
+        problems.append(f"Feedback is for {feedback.exercise} [{feedback.lang}]")
+    if not isinstance(text, str) or not text.strip():
+        problems.append(f"empty message {text!r}")
+        text = ""
+    if lang == "zh" and text and not CJK.search(text):
+        problems.append("the Chinese message has no Chinese")
+    if lang == "en" and CJK.search(text):
+        problems.append("the English message contains Chinese")
+    if PLACEHOLDER.search(text):
+        problems.append("an unformatted placeholder")
+    if len(text) > 1500:
+        problems.append(f"a message of {len(text)} characters")
+    if text.startswith(_prefix("check_failed", lang)):
+        problems.append("the check itself crashed")
+    timed_out = text.startswith(_prefix("timeout", lang))
+    if not case.raises and _raised_phrase(lang) in text:
+        problems.append("blames the reader's code for an exception it did not raise")
+    if case.hangs and not timed_out:
+        problems.append("a hanging answer is not reported as a time-out")
+    if not case.hangs and timed_out:
+        problems.append("timed out on an answer that returns")
+    if case.hangs and elapsed > timeout + SLACK:
+        problems.append(f"stopped after {elapsed:.1f} s with timeout={timeout:g}")
+    return [f"{where}: {problem} -- {text[:300]!r}" for problem in problems]
+
+
+# -- the checks' reference data must survive the answers --------------------------------
+
+def freeze(value, depth=0):
+    """A comparable snapshot of arrays, numbers and containers of them; None for the rest."""
+    if depth > 4:
+        return None
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (bool, int, float, complex, str, np.generic)):
+        return ("scalar", repr(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(freeze(v, depth + 1) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), freeze(v, depth + 1)) for k, v in value.items()))
+    return None
+
+
+def module_data() -> Dict[str, Any]:
+    modules = {name: module for name, module in sys.modules.items()
+               if re.fullmatch(r"gradlib\.exercises\.(ch\d\d|_core)", name)}
+    return {f"{name}.{key}": freeze(value) for name, module in modules.items()
+            for key, value in vars(module).items() if not key.startswith("__") and freeze(value) is not None}
+
+
+# -- the tests ------------------------------------------------------------------------------
+
+COUNTS: Dict[str, int] = {}          # exercise id -> hostile answers tried
+SECONDS: Dict[str, float] = {}
+
+
+def reference_run(exercise_id: str):
+    """Check the reference; return (number of calls the check made, seconds)."""
+    reference = counting(REFERENCES[exercise_id])
+    started = time.monotonic()
+    feedback = exercises.check(exercise_id, reference, timeout=TIMEOUT)
+    assert feedback.passed, f"the fuzzer's reference for {exercise_id} fails: {feedback.message}"
+    return reference.calls, time.monotonic() - started
+
+
+def test_every_exercise_has_a_reference():
+    assert set(REFERENCES) == set(exercises.exercise_ids())
+
+
+@pytest.mark.parametrize("exercise_id", exercises.exercise_ids())
+def test_hostile_answers_get_feedback(exercise_id):
+    started, handler = time.monotonic(), signal.getsignal(signal.SIGALRM)
+    calls, seconds = reference_run(exercise_id)
+    before = module_data()
+    cases = hostile_answers(exercise_id, REFERENCES[exercise_id], calls, seconds)
+    problems = []
+    for case in cases:
+        for lang in LANGS:
+            problems += feedback_problems(exercise_id, case, lang)
+    changed = sorted(key for key, value in module_data().items() if before.get(key) != value)
+    problems += [f"{exercise_id}: an answer changed the check's data {key}" for key in changed]
+    # the check still works after all that
+    assert exercises.check(exercise_id, REFERENCES[exercise_id], timeout=TIMEOUT).passed
+    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    COUNTS[exercise_id] = len(cases)
+    SECONDS[exercise_id] = time.monotonic() - started
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
+
+
+def test_keyboard_interrupt_and_system_exit_propagate():
+    previous = signal.getsignal(signal.SIGALRM)
+    for error in (KeyboardInterrupt, SystemExit):
+        def answer(*args, error=error):
+            raise error()
+        for exercise_id in exercises.exercise_ids():
+            with pytest.raises(error):
+                exercises.check(exercise_id, answer, timeout=5)
+            assert signal.getsignal(signal.SIGALRM) is previous
+            assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def slow_dann_lambda(p):
+    time.sleep(0.1)
+    return dann_lambda(p)
+
+
+def test_the_timeout_bounds_the_whole_check_not_each_call():
+    # ch06-ex2 calls the answer 7 times: 0.7 s in all, 0.1 s per call
+    started = time.monotonic()
+    feedback = exercises.check("ch06-ex2", slow_dann_lambda, lang="zh", timeout=0.35)
+    assert time.monotonic() - started < 0.35 + SLACK
+    assert not feedback and "0.35 秒内没有结束" in feedback.message
+    assert exercises.check("ch06-ex2", slow_dann_lambda, timeout=5)
+    assert exercises.check("ch06-ex2", slow_dann_lambda, timeout=None)
+
+
+def test_a_timer_set_by_someone_else_is_paused_and_restored():
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *args: fired.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 5.0)
+        feedback = exercises.check("ch01-ex2", lambda f, x: hang_loop(()), timeout=0.2)
+        assert not feedback and "did not finish within 0.2 s" in feedback.message
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < left < 4.85 and not fired   # paused during the check's 0.2 s, not reset
+        signal.setitimer(signal.ITIMER_REAL, 0.05)   # one that falls due during the check
+        started = time.monotonic()
+        assert not exercises.check("ch06-ex2", slow_dann_lambda, timeout=0.3)
+        assert fired and fired[0] - started >= 0.25   # it fired once the check was over
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_no_time_limit_outside_the_main_thread():
+    results = []
+    thread = threading.Thread(target=lambda: results.append(
+        exercises.check("ch06-ex2", slow_dann_lambda, timeout=0.2)))
+    thread.start()
+    thread.join(30)
+    assert results and results[0].passed   # 0.7 s, but no SIGALRM outside the main thread
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "1", True])
+def test_an_invalid_timeout_is_an_error_of_the_caller(timeout):
+    with pytest.raises(ValueError, match="timeout"):
+        exercises.check("ch06-ex2", dann_lambda, timeout=timeout)
+
+
+# -- a deliberately broken check must be caught ----------------------------------------------
+
+def accepts_everything(answer, lang):
+    return "ok"
+
+
+def english_only(answer, lang):
+    raise _core.Mismatch("wrong")
+
+
+def empty_message(answer, lang):
+    raise _core.Mismatch("")
+
+
+def unprotected(answer, lang):
+    return float(answer(1.0)) > 0 and None   # calls the answer with no protection, trusts the result
+
+
+def hangs_by_itself(answer, lang):
+    while True:
+        pass
+
+
+def lets_interrupt_escape(answer, lang):
+    raise KeyboardInterrupt   # as if a check caught and re-raised the wrong exception
+
+
+BROKEN = {
+    "accepts everything": (accepts_everything, Case("returns None", returning(lambda args: None))),
+    "English only": (english_only, Case("returns None", returning(lambda args: None))),
+    "empty message": (empty_message, Case("returns None", returning(lambda args: None))),
+    "unprotected call": (unprotected, Case("returns a str", returning(lambda args: "x"))),
+    "hangs by itself": (hangs_by_itself, Case("returns None", returning(lambda args: None),
+                                              timeout=0.2)),
+    "lets an exception escape": (lets_interrupt_escape, Case("returns None", returning(lambda args: None))),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_a_broken_check_is_caught(name, monkeypatch):
+    broken, case = BROKEN[name]
+    monkeypatch.setitem(_core.CHECKS, "ch06-ex2", (broken, {}))
+    problems = [p for lang in LANGS for p in feedback_problems("ch06-ex2", case, lang)]
+    assert problems, f"the fuzzer did not notice a check that {name}"
+    monkeypatch.undo()
+    assert feedback_problems("ch06-ex2", case, "zh") == []
+
+
+def test_zz_fuzz_summary(record_testsuite_property, capsys):
+    """Runs last in this file: prints and records how many cases ran."""
+    if set(COUNTS) != set(exercises.exercise_ids()):
+        pytest.skip("not every exercise was fuzzed in this run")
+    answers = sum(COUNTS.values())
+    record_testsuite_property("fuzz_cases", answers * len(LANGS))
+    with capsys.disabled():
+        slowest = max(SECONDS, key=SECONDS.get)
+        print(f"\nfuzz cases: {answers} hostile answers x {len(LANGS)} languages = {answers * len(LANGS)} "
+              f"checks on {len(COUNTS)} exercises in {sum(SECONDS.values()):.1f} s "
+              f"(slowest {slowest}: {SECONDS[slowest]:.1f} s)")
+    assert answers >= MIN_CASES
