@@ -6,7 +6,7 @@ re-exported here; the topic modules hold the code.
 
 from . import _compat  # noqa: F401  (checks the TensorFlow version first)
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
-from . import dann, data, exercises, experiments
+from . import benchmarks, dann, data, exercises, experiments
 from .curves import curves
 from .explore import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
@@ -23,6 +23,7 @@ __all__ = [
     "Explorer",
     "GradientReversal",
     "SIGN_SURROGATES",
+    "benchmarks",
     "GradientCheck",
     "GradientError",
     "captured_tf_warnings",

@@ -1,7 +1,7 @@
 """Bad input to gradlib: one table, one test.
 
 Every public function of gradlib (``gradlib.__all__`` and the public functions
-of its modules ``data``, ``dann``, ``experiments`` and ``exercises``) is
+of its modules ``benchmarks``, ``data``, ``dann``, ``experiments`` and ``exercises``) is
 called with a wrong dtype, shape or parameter, and must raise the expected
 exception with a message that names the argument: never a silent result,
 never an error from deep inside NumPy or TensorFlow.
@@ -303,6 +303,12 @@ CASES = {
                                    r"`seed` must be a non-negative integer"),
     "digits_experiment: progress='yes'": (experiments.digits_experiment, (), {"progress": "yes"}, TypeError,
                                           r"`progress` must be True or False"),
+    # -- the benchmark report
+    "benchmarks.latest: path=3": (gradlib.benchmarks.latest, (3,), {}, TypeError, r"`path` must be a file path"),
+    "benchmarks.report: results is a string": (gradlib.benchmarks.report, ("report",), {}, TypeError,
+                                               r"`results` must be a report dict"),
+    "benchmarks.report: lang='fr'": (gradlib.benchmarks.report, ({},), {"lang": "fr"}, ValueError,
+                                     r"`lang` must be 'en' or 'zh'"),
     # -- exercise checks
     "exercises.check: unknown exercise id": (exercises.check, ("ch99-ex1", abs), {}, ValueError,
                                              r"unknown exercise id 'ch99-ex1'"),
@@ -323,12 +329,12 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
-NOT_IN_TABLE = {"captured_tf_warnings", "SIGN_SURROGATES", "GradientCheck", "GradientError",
+NOT_IN_TABLE = {"captured_tf_warnings", "SIGN_SURROGATES", "benchmarks.LATEST", "GradientCheck", "GradientError",
                 "dann.DEFAULTS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 
 def public_names():
-    """Every public name of gradlib and of its modules (data, dann, experiments, exercises), as name -> object."""
+    """Every public name of gradlib and of its modules (benchmarks, data, dann, experiments, exercises), as name -> object."""
     names = {}
     for name in gradlib.__all__:
         value = getattr(gradlib, name)

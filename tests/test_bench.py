@@ -245,3 +245,13 @@ def test_op_timings_measure_every_op_against_identity():
     assert first["ratio_to_identity"] == 1.0
     assert {"ste_round", "gradient_reversal(lam=1)", "round, stop_gradient trick (straight_through)"} <= set(timings)
     assert all(entry["seconds"] > 0 for entry in timings.values())
+
+
+def test_only_a_full_run_replaces_the_report_the_book_shows(bench, fake_repo):
+    (fake_repo / "gradlib").mkdir()
+    partial = fake_results(bench, with_build=False)
+    bench.write_reports(partial)
+    assert (fake_repo / "bench-report.json").is_file() and not (fake_repo / bench.LATEST).exists()
+    full = {**fake_results(bench), "ops": {"identity": {"seconds": 0.002, "ratio_to_identity": 1.0}}}
+    bench.write_reports(full)
+    assert json.loads((fake_repo / bench.LATEST).read_text(encoding="utf-8")) == full

@@ -33,8 +33,11 @@ warm build
 
 Output
 ------
-A Markdown table on stdout (progress goes to stderr), plus ``bench-report.md``
-and ``bench-report.json`` in the repository root.  The JSON is flat::
+Markdown tables on stdout (progress goes to stderr), plus ``bench-report.md``
+and ``bench-report.json`` in the repository root.  A full run (builds and
+ops) also copies the JSON to ``gradlib/bench-latest.json``, which the book's
+appendix shows in both languages (``gradlib.benchmarks``): commit it.  The
+JSON is flat::
 
     {
       "floor_s": 5.1,                      # median of the floor runs (s)
@@ -50,12 +53,18 @@ and ``bench-report.json`` in the repository root.  The JSON is flat::
       "warm_build_ratio_to_cold": 0.05,    # null with --skip-build
       "python": "3.11.2",                  # interpreter running the bench/kernels
       "tensorflow": "2.21.0",              # installed distribution version
-      "date": "2026-01-01T12:00:00+00:00"  # UTC, when the run started
+      "date": "2026-01-01T12:00:00+00:00", # UTC, when the run started
+      "ops": {"ste_round": {"seconds": 0.004, "ratio_to_identity": 1.3}, ...},
+      "op_elements": 1000000, "op_rounds": 15,
+      "experiments": {"dann.moons_experiment('dann')": 2.5, ...},
+      "explorer_latency": {"live_ms": 7.1, "bare_ms": 6.0, "ratio": 1.18},
+      "page_weights": {"chapters/en/01_gradients.html": {"bytes": 412000, "files": 3}, ...},
+      "page_weight_budget": 1500000
     }
 
-To add a section (e.g. op timings): write a ``something_seconds(...)``
-function, call it from ``run()``, store flat keys in the results dict and add
-rows in ``format_report()``.
+To add a section: write a ``something_seconds(...)`` function, call it from
+``run()``, store flat keys in the results dict and add its table to
+``gradlib.benchmarks.detail_tables`` (English and Chinese labels).
 """
 
 from __future__ import annotations
@@ -77,11 +86,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_ops  # noqa: E402  (tools/ is not a package on sys.path when run as a script)
+import browsercheck  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 DEFAULT_CHAPTERS = "chapters/*/*.md"
-EXCLUDED_NAMES = {"index.md"}
+EXCLUDED_NAMES = {"index.md", "benchmarks.md"}  # the appendix shows these timings
 EXCLUDED_PATHS = {"chapters/glossary.md"}
 FLOOR_SOURCE = "import tensorflow as tf"
 FLOOR_RUNS = 3
@@ -89,6 +99,7 @@ KERNEL_NAME = "python3"
 CELL_TIMEOUT_S = 600
 REPORT_JSON = "bench-report.json"
 REPORT_MD = "bench-report.md"
+LATEST = "gradlib/bench-latest.json"  # what the book's appendix shows (gradlib.benchmarks)
 
 # What the Makefile exports for every kernel; set here too (without
 # overriding) so running the script by hand measures the same thing and the
@@ -320,38 +331,14 @@ def assemble_results(
     }
 
 
-def _num(value: float | None, suffix: str = "") -> str:
-    return "—" if value is None else f"{value:.2f}{suffix}"
-
-
 def format_report(results: dict) -> str:
-    """Markdown table: one row per measurement, seconds and ratios (2 decimals).
+    """Markdown tables (English): builds and chapters against the floor (ratios
+    recomputed from the seconds), then ops, explorer latency, experiments and
+    page weights.  The book's appendix shows the same tables in both
+    languages (``gradlib.benchmarks``)."""
+    from gradlib import benchmarks
 
-    Ratios are recomputed from the seconds so the table is consistent even if
-    the caller only filled in ``floor_s``, ``chapters[*]["seconds"]`` and the
-    build times.
-    """
-    floor = results["floor_s"]
-    cold = results.get("cold_build_s")
-    warm = results.get("warm_build_s")
-    samples = results.get("floor_samples_s") or []
-    floor_label = f"floor: fresh kernel + `{FLOOR_SOURCE}`"
-    if samples:
-        floor_label += f" (median of {len(samples)})"
-    rows = [(floor_label, floor, 1.0 if floor else None, None)]
-    for name, entry in results.get("chapters", {}).items():
-        rows.append((f"chapter `{name}`", entry["seconds"], ratio(entry["seconds"], floor), None))
-    if cold is not None:
-        rows.append(("cold build (`jupyter-book build`, empty output dir)", cold, ratio(cold, floor), 1.0))
-    if warm is not None:
-        rows.append(("warm rebuild (same output dir, nothing changed)", warm, ratio(warm, floor), ratio(warm, cold)))
-    lines = [
-        "| measurement | seconds | × floor | × cold build |",
-        "|---|---:|---:|---:|",
-    ]
-    for label, seconds, to_floor, to_cold in rows:
-        lines.append(f"| {label} | {_num(seconds)} | {_num(to_floor, '×')} | {_num(to_cold, '×')} |")
-    return "\n".join(lines) + "\n" + bench_ops.format_ops(results)
+    return benchmarks.build_table(results) + "\n" + benchmarks.detail_tables(results)
 
 
 def format_markdown_document(results: dict) -> str:
@@ -422,7 +409,7 @@ def run(args: argparse.Namespace) -> dict:
         chapter_times[name] = chapter_seconds(path)
         log(f"chapter {name}: {chapter_times[name]:.2f} s")
 
-    cold = warm = None
+    cold = warm = out_dir = weights_from = None
     if not args.skip_build:
         out_dir = Path(tempfile.mkdtemp(prefix="gradbook-bench-"))
         log(f"cold build into {out_dir} ...")
@@ -431,7 +418,7 @@ def run(args: argparse.Namespace) -> dict:
         log("warm rebuild (same directory) ...")
         warm = build_seconds(out_dir, "warm-build")
         log(f"warm rebuild: {warm:.2f} s")
-        shutil.rmtree(out_dir, ignore_errors=True)
+        weights_from = out_dir / "_build" / "html"
 
     results = assemble_results(samples, chapter_times, cold, warm, date=started)
     if not getattr(args, "skip_ops", False):
@@ -439,15 +426,46 @@ def run(args: argparse.Namespace) -> dict:
         results["ops"] = bench_ops.op_timings()
         log("experiment timings ...")
         results["experiments"] = bench_ops.experiment_timings()
+        results["op_elements"], results["op_rounds"] = bench_ops.N_ELEMENTS, bench_ops.ROUNDS
         log("live explorer latency (fresh kernel) ...")
         results["explorer_latency"] = bench_ops.explorer_latency()
+    if weights_from is not None:
+        log("page weights (headless Chromium) ...")
+        results["page_weights"] = page_weights(weights_from)
+        results["page_weight_budget"] = browsercheck.WEIGHT_BUDGET
+    if out_dir is not None:
+        shutil.rmtree(out_dir, ignore_errors=True)
     return results
 
 
+def page_weights(html: Path) -> dict:
+    """``{page: {"bytes", "files"}}``: what each chapter page of the site in
+    ``html`` transfers outside ``_static/``, loaded in headless Chromium
+    (the browser tests' measure); empty when no browser is available."""
+    bc = browsercheck
+    missing = bc.browser_missing()
+    if missing:
+        log(f"page weights skipped: {missing}")
+        return {}
+    weights = {}
+    with bc.serve(html) as base, bc.launch() as browser:
+        for path in bc.chapter_pages(REPO):
+            with bc.open_page(browser, base, path) as visit:
+                weight = bc.page_weight(visit)
+            weights[path] = {"bytes": weight.total, "files": len(weight.files)}
+    return weights
+
+
 def write_reports(results: dict) -> None:
-    (REPO / REPORT_JSON).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(results, indent=2, ensure_ascii=False) + "\n"
+    (REPO / REPORT_JSON).write_text(text, encoding="utf-8")
     (REPO / REPORT_MD).write_text(format_markdown_document(results), encoding="utf-8")
-    log(f"wrote {REPORT_JSON} and {REPORT_MD}")
+    # The book's appendix shows the latest full run (commit it with the change it measures).
+    if results.get("cold_build_s") is not None and results.get("ops"):
+        (REPO / LATEST).write_text(text, encoding="utf-8")
+        log(f"wrote {REPORT_JSON}, {REPORT_MD} and {LATEST}")
+    else:
+        log(f"wrote {REPORT_JSON} and {REPORT_MD} ({LATEST} keeps the last full run)")
 
 
 def main(argv: list[str] | None = None) -> int:

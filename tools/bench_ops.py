@@ -137,23 +137,8 @@ def explorer_latency(rounds: int = 60) -> Dict[str, float]:
 
 
 def format_ops(results: dict) -> str:
-    """Markdown tables for the op ratios and experiment times (empty if absent)."""
-    lines = []
-    ops = results.get("ops") or {}
-    if ops:
-        lines += ["", f"Forward + backward on {N_ELEMENTS:,} float32 elements, median of {ROUNDS} rounds:", "",
-                  "| op | milliseconds | × identity |", "|---|---:|---:|"]
-        lines += [f"| {name} | {entry['seconds'] * 1e3:.2f} | {entry['ratio_to_identity']:.2f}× |"
-                  for name, entry in ops.items()]
-    latency = results.get("explorer_latency")
-    if latency:
-        lines += ["", "Live explorer (fresh kernel, median; target ≤ 60 ms and ≤ 1.5× the bare redraw):", "",
-                  "| redraw | milliseconds | × bare |", "|---|---:|---:|",
-                  f"| control change → TensorFlow recompute → matplotlib redraw | {latency['live_ms']:.1f} | "
-                  f"{latency['ratio']:.2f}× |",
-                  f"| bare matplotlib redraw of the same figure | {latency['bare_ms']:.1f} | 1.00× |"]
-    experiments = results.get("experiments") or {}
-    if experiments:
-        lines += ["", "| experiment | seconds |", "|---|---:|"]
-        lines += [f"| `{name}` | {seconds:.2f} |" for name, seconds in experiments.items()]
-    return "\n".join(lines) + ("\n" if lines else "")
+    """Markdown tables for the ops, explorer latency, experiments and page
+    weights (empty if none is present): ``gradlib.benchmarks.detail_tables``."""
+    from gradlib import benchmarks
+
+    return benchmarks.detail_tables(results)
