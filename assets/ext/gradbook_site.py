@@ -170,6 +170,9 @@ def setup(app):
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
+    # The sidebar shows chapter titles with math ($f$, $g$) on every page, so
+    # every page needs MathJax, not only the pages whose body has math.
+    app.set_html_assets_policy("always")
     app.connect("config-inited", _jieba_dictionary)
     app.connect("builder-inited", _check_mathjax)
     app.connect("build-finished", _copy_mathjax)
