@@ -29,29 +29,20 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
-ROOT = Path(__file__).resolve().parent.parent
-LANGS = ("en", "zh")
+if __package__ in (None, ""):  # run as a script: python tools/reliability.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.bench import kernel_env  # noqa: E402  (the environment the build gives every kernel)
+from tools.notebooks import ROOT, md_sources as chapter_sources  # noqa: E402
+
 CELL_TIMEOUT_S = 600
 # The mark of a timing figure: gradlib.progress ends its bar with "[12.3 s]".
 TIMING = re.compile(r"\[\d+(?:\.\d+)? s\]")
-# What the book build's Sphinx extension (assets/ext) and the Makefile give every kernel.
-KERNEL_ENV = {
-    "TF_CPP_MIN_LOG_LEVEL": "2",
-    "TF_ENABLE_ONEDNN_OPTS": "0",
-    "PYTHONHASHSEED": "0",
-    "GRADBOOK_BUILD": "1",
-    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TEXT_TYPES = ("text/plain", "text/markdown", "text/html", "text/latex", "image/svg+xml", "application/json")
 
 Output = Tuple[int, str]  # (code cell number, one normalised output)
-
-
-def chapter_sources(root: Path = ROOT) -> List[Path]:
-    return [p for lang in LANGS for p in sorted((root / "chapters" / lang).glob("*.md"))]
 
 
 def built_notebook(md: Path, root: Path = ROOT):
@@ -141,7 +132,7 @@ def run_twice(nb, cwd: Path, *, timeout: int = CELL_TIMEOUT_S) -> Tuple[object, 
     nb = copy.deepcopy(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(cwd)}})
-    env = {**os.environ, **KERNEL_ENV}
+    env = kernel_env()
     problems: List[str] = []
     first = None
     code = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
@@ -183,7 +174,7 @@ def main(argv=None) -> int:
     parser.add_argument("chapters", nargs="*", type=Path, help="default: every chapters/{en,zh}/*.md")
     args = parser.parse_args(argv)
     failed = 0
-    for md in args.chapters or chapter_sources():
+    for md in args.chapters or chapter_sources(ROOT):
         problems = check_chapter(md)
         failed += bool(problems)
         print(f"{md}: " + ("ok" if not problems else "\n  ".join(["FAILED", *problems])), flush=True)
