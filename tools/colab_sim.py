@@ -135,7 +135,8 @@ def run_notebook(path: Path, source: Path, *, timeout: int = 600) -> dict:
             with log.open("w") as stderr:
                 client.execute(cwd=workdir, env=kernel_env(source), stdout=stderr, stderr=stderr)
         except nbclient.exceptions.CellExecutionError as err:
-            result["problems"].append(f"a cell raised: {str(err).strip().splitlines()[-1][:400]}")
+            last = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()[-1]  # no terminal colours
+            result["problems"].append(f"a cell raised: {last[:400]}")
         except Exception as err:  # a timeout or a dead kernel: still one result line
             tail = log.read_text(errors="replace")[-400:] if log.exists() else ""
             result["problems"].append(f"{type(err).__name__}: {str(err)[:400]} (kernel stderr: {tail})")
