@@ -228,13 +228,13 @@ def test_main_fails_when_a_chapter_fails(bench, fake_repo, monkeypatch, capsys):
 
 
 def test_op_table_reports_ratios_to_identity():
-    from tools import bench_ops
+    from gradlib import benchmarks
 
-    text = bench_ops.format_ops({"ops": {"identity": {"seconds": 0.002, "ratio_to_identity": 1.0},
+    text = benchmarks.detail_tables({"ops": {"identity": {"seconds": 0.002, "ratio_to_identity": 1.0},
                                          "ste_round": {"seconds": 0.003, "ratio_to_identity": 1.5}},
                                  "experiments": {"dann": 1.25}})
     assert "| ste_round | 3.00 | 1.50× |" in text and "| `dann` | 1.25 |" in text
-    assert bench_ops.format_ops({}) == ""
+    assert benchmarks.detail_tables({}) == ""
 
 
 def test_op_timings_measure_every_op_against_identity():

@@ -34,8 +34,8 @@ characters, English ones do not), no unformatted ``{placeholder}``, not the
 "the check itself failed" message (an exception raised by the check's own
 code), no "your code raised" for an answer that raised nothing, the
 time-out message exactly for the answers that hang, and within the
-time-out.  The reference solutions (copied here, independent of the
-chapters) must pass before and after.  The checks' module-level reference data must be unchanged
+time-out.  The reference solutions (the chapters' own, read by
+``chapter_solutions.py``) must pass before and after.  The checks' module-level reference data must be unchanged
 afterwards.  ``feedback_problems`` is that assertion; it returns the problems
 instead of raising, and ``test_a_broken_check_is_caught`` shows that it
 catches deliberately broken checks.
@@ -68,9 +68,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import gradlib
 from gradlib import exercises
 from gradlib.exercises import _core
+from tools.notebooks import ROOT
+
+from chapter_solutions import reference_solutions
 
 LANGS = ("en", "zh")
 HANG_TIMEOUT = 0.15       # seconds given to check() for an answer that hangs
@@ -81,106 +83,12 @@ CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
 PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
-# -- reference solutions (independent copies, as in the chapters) ------------------
-
-def second_derivative(f, x):
-    x = tf.convert_to_tensor(x, tf.float32)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        dy = inner.gradient(y, x)
-    return outer.gradient(dy, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-
-
-def clipped_identity_ste(x):
-    t = tf.clip_by_value(x, -1.0, 1.0)
-    return t + tf.stop_gradient(tf.sign(x) - t)
-
-
-def scaled_gradient(x, s):
-    return s * x + tf.stop_gradient((1 - s) * x)
-
-
-def td_loss(w, phi, phi_next, reward, gamma):
-    v = tf.linalg.matvec(phi, w)
-    target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
-    return tf.reduce_mean(0.5 * (v - target) ** 2)
-
-
-def clipped_sign_grad(op, grad):
-    x = op.inputs[0]
-    return tf.where(tf.abs(x) <= 1.0, grad, tf.zeros_like(grad))
-
-
-def naive_xnor_grad(x, w):
-    scale, signs = np.mean(np.abs(x)), np.sign(x)
-    return w * scale + np.sum(w * signs) * signs / x.size
-
-
-@tf.custom_gradient
-def fake_quant(x, bits):
-    levels = tf.cast(2 ** bits - 1, x.dtype)
-    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
-
-    def grad_fn(dy):
-        inside = tf.logical_and(x >= 0.0, x <= 1.0)
-        return tf.where(inside, dy, tf.zeros_like(dy)), None
-    return y, grad_fn
-
-
-@tf.custom_gradient
-def log1pexp(x):
-    y = tf.maximum(x, 0.0) + tf.math.log1p(tf.exp(-tf.abs(x)))
-    return y, lambda dy: dy * tf.sigmoid(x)
-
-
-@tf.custom_gradient
-def safe_norm(v):
-    norm = tf.norm(v)
-    return norm, lambda dy: dy * tf.math.divide_no_nan(v, norm)
-
-
-def binary_sign(x, clip):
-    hard_tanh = tf.clip_by_value(x, -clip, clip)
-    return hard_tanh + tf.stop_gradient(tf.where(x >= 0, 1.0, -1.0) - hard_tanh)
-
-
-def dorefa_weights(w, bits):
-    t = tf.tanh(w)
-    u = t / (2 * tf.reduce_max(tf.abs(t))) + 0.5
-    return 2 * gradlib.dorefa_quantize(u, bits) - 1
-
-
-def approx_sign(x):
-    a = tf.clip_by_value(x, -1.0, 1.0)
-    smooth = 2 * a - a * tf.abs(a)
-    return smooth + tf.stop_gradient(tf.where(x >= 0, 1.0, -1.0) - smooth)
-
-
-@tf.custom_gradient
-def reverse_gradient(x, lam):
-    def grad_fn(dy):
-        return -lam * dy, None
-    return tf.identity(x), grad_fn
-
-
-def dann_lambda(p):
-    return 2.0 / (1.0 + np.exp(-10.0 * p)) - 1.0
-
-
-def grl_trick(x, lam):
-    t = -lam * x
-    return t + tf.stop_gradient(x - t)
-
+# -- reference solutions: the chapters' own (English edition) ----------------------
 
 REFERENCES: Dict[str, Callable] = {
-    "ch01-ex2": second_derivative, "ch02-ex1": clipped_identity_ste, "ch02-ex2": scaled_gradient,
-    "ch02-ex4": td_loss, "ch03-ex1": clipped_sign_grad, "ch03-ex2": naive_xnor_grad,
-    "ch04-ex1": fake_quant, "ch04-ex2": log1pexp, "ch04-ex3": safe_norm, "ch05-ex1": binary_sign,
-    "ch05-ex2": dorefa_weights, "ch05-ex3": approx_sign, "ch06-ex1": reverse_gradient,
-    "ch06-ex2": dann_lambda, "ch06-ex3": grl_trick,
+    exercise: answer
+    for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
+    for exercise, answer, _, _ in reference_solutions(md)
 }
 
 
@@ -693,7 +601,7 @@ def test_keyboard_interrupt_and_system_exit_propagate():
 
 def slow_dann_lambda(p):
     time.sleep(0.1)
-    return dann_lambda(p)
+    return REFERENCES["ch06-ex2"](p)
 
 
 def test_the_timeout_bounds_the_whole_check_not_each_call():
@@ -736,7 +644,7 @@ def test_no_time_limit_outside_the_main_thread():
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "1", True])
 def test_an_invalid_timeout_is_an_error_of_the_caller(timeout):
     with pytest.raises(ValueError, match="timeout"):
-        exercises.check("ch06-ex2", dann_lambda, timeout=timeout)
+        exercises.check("ch06-ex2", REFERENCES["ch06-ex2"], timeout=timeout)
 
 
 # -- a deliberately broken check must be caught ----------------------------------------------

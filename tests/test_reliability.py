@@ -10,20 +10,10 @@ import pytest
 
 from tools import reliability
 
-ROOT = Path(__file__).resolve().parents[1]
-HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
+from conftest import MINI_HEADER
 
-# Demo
-"""
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = MINI_HEADER + "\n# Demo\n"
 
 
 def chapter(tmp_path: Path, *cells: str) -> Path:

@@ -1,7 +1,8 @@
 """The student edition (tools/student_edition.py) and the exercises' answer names.
 
-The solutions are located here by a line scan of the MyST sources that is
-independent of the tool, so the tool cannot hide its own mistakes.
+The solutions are located by the line scan of the MyST sources in
+``chapter_solutions.py``, independent of the tool, so the tool cannot hide
+its own mistakes.
 """
 
 import re
@@ -14,55 +15,13 @@ from tools.notebooks import ROOT
 from tools.student_edition import (CHECK_TAG, HEADER_ID, chapter_sources, main, source_notebook,
                                    strip_solutions, student_notebook)
 
+from chapter_solutions import CHECK_LINE, code_cells, reference_solutions, solution_parts
+
 SOURCES = chapter_sources(ROOT)
-CHECK_LINE = re.compile(r"""gradlib\.exercises\.check\("(ch\d\d-ex\d+)", (\w+), lang="(en|zh)"\)""")
-CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.M | re.S)
 
 
 def _id(md):
     return f"{md.parent.name}/{md.stem}"
-
-
-def solution_parts(text):
-    """(solution lines, other lines) of a chapter source: ``{solution}``
-    blocks, and ``{solution-start}`` through the closing fence of ``{solution-end}``."""
-    lines = text.splitlines()
-    solution, other = [], []
-    i = 0
-    while i < len(lines):
-        match = re.match(r"^(`{3,}|:{3,})\{(solution|solution-start)\}", lines[i])
-        if not match:
-            other.append(lines[i])
-            i += 1
-            continue
-        fence, j = match.group(1), i + 1
-        if match.group(2) == "solution-start":
-            while not re.match(r"^(`{3,}|:{3,})\{solution-end\}", lines[j]):
-                j += 1
-            j += 1
-        while lines[j].strip() != fence:
-            j += 1
-        solution.extend(lines[i:j + 1])
-        i = j + 1
-    return solution, other
-
-
-def code_cells(text):
-    """The code of each ``{code-cell}`` in MyST text (cell options dropped)."""
-    cells = []
-    for body in CODE_CELL.findall(text):
-        body_lines = body.splitlines()
-        if body_lines and body_lines[0].startswith(":"):
-            while body_lines and body_lines[0].strip():
-                body_lines.pop(0)
-        cells.append("\n".join(body_lines).strip("\n"))
-    return cells
-
-
-def is_setup(code):
-    """A cell of imports only (the chapter's Setup)."""
-    statements = [line for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    return bool(statements) and all(re.match(r"(import|from) \w", line) for line in statements)
 
 
 @pytest.fixture(scope="module")
@@ -185,23 +144,10 @@ def test_the_source_notebook_is_not_modified():
 @pytest.mark.parametrize("md", SOURCES, ids=_id)
 def test_reference_solutions_pass(md):
     lang = md.parent.name
-    text = md.read_text(encoding="utf-8")
-    solution, other = solution_parts(text)
-    setup = [code for code in code_cells("\n".join(other) + "\n") if is_setup(code)]
-    assert setup, "no setup cell"
-    namespace = {}
-    for code in setup:
-        exec(compile(code, f"{md.name}:setup", "exec"), namespace)
     checked = set()
-    for code in code_cells("\n".join(solution) + "\n"):
-        call = CHECK_LINE.search(code)
-        if not call:
-            continue
-        exercise, name, call_lang = call.groups()
+    for exercise, answer, name, call_lang in reference_solutions(md):
         assert call_lang == lang and name == exercises.answer_name(exercise)
-        scope = dict(namespace)
-        exec(compile(CHECK_LINE.sub("None", code), f"{md.name}:{exercise}", "exec"), scope)
-        feedback = exercises.check(exercise, scope[name], lang=lang)
+        feedback = exercises.check(exercise, answer, lang=lang)
         assert feedback.passed, str(feedback)
         checked.add(exercise)
     chapter = "ch" + md.name[:2]

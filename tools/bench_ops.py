@@ -134,11 +134,3 @@ def explorer_latency(rounds: int = 60) -> Dict[str, float]:
     result = json.loads(text.strip().splitlines()[-1])
     result["ratio"] = result["live_ms"] / result["bare_ms"]
     return result
-
-
-def format_ops(results: dict) -> str:
-    """Markdown tables for the ops, explorer latency, experiments and page
-    weights (empty if none is present): ``gradlib.benchmarks.detail_tables``."""
-    from gradlib import benchmarks
-
-    return benchmarks.detail_tables(results)

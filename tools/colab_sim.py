@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = "GRADBOOK-COLAB-CHECK "
 # What a reader's Colab runtime reports, checked after the chapter's cells.
 REPORT_CELL = f"""\
-import json, sys, tensorflow as tf, gradlib
+import json, tensorflow as tf, gradlib
 print({MARKER!r} + json.dumps({{"tensorflow": tf.__version__, "gradlib": gradlib.__file__}}))
 """
 PACKAGE_FILES = ("pyproject.toml", "README.md")
