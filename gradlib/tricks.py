@@ -4,11 +4,18 @@ The identity behind it is
 
 .. math::
 
-    y = g(x) + \operatorname{sg}\bigl(f(x) - g(x)\bigr),
+    y = \operatorname{sg}\bigl(f(x)\bigr) - \bigl(\operatorname{sg}(g(x)) - g(x)\bigr),
 
 where :math:`\operatorname{sg}` (``tf.stop_gradient``) is the identity in the
-forward pass and has zero derivative.  Hence :math:`y = f(x)` (up to
-floating-point rounding) while :math:`\partial y/\partial x = g'(x)`.
+forward pass and has zero derivative.  Going forward the bracket is
+:math:`t - t`, exactly :math:`+0` for every finite :math:`t`, so
+:math:`y = f(x)` bit for bit; going backward only :math:`g` is
+differentiated, so :math:`\partial y/\partial x = g'(x)`.
+
+The textbook arrangement :math:`g + \operatorname{sg}(f - g)` has the same
+gradient but rounds twice (:math:`f - g`, then the sum), and
+:math:`\operatorname{sg}(f) + (g - \operatorname{sg}(g))` turns
+:math:`f = -0` into :math:`+0`; subtracting the zero keeps the sign of zero.
 """
 
 from __future__ import annotations
@@ -30,15 +37,19 @@ def straight_through(
 
     Forward:
 
-    .. math:: \mathrm{op}(x) = g(x) + \operatorname{sg}\bigl(f(x) - g(x)\bigr) \approx f(x)
+    .. math:: \mathrm{op}(x) = \operatorname{sg}\bigl(f(x)\bigr)
+              - \bigl(\operatorname{sg}(g(x)) - g(x)\bigr) = f(x)
+
+    bit for bit wherever :math:`g(x)` is finite (the bracket is exactly
+    :math:`+0` there; where :math:`g(x)` is infinite or NaN the value is NaN).
+    The one exception is TensorFlow's own: its CPU kernels flush subnormal
+    numbers to zero, so a subnormal :math:`f(x)` comes back as a zero of the
+    same sign.
 
     Backward:
 
     .. math:: \frac{\partial\,\mathrm{op}}{\partial x} = g'(x),
               \qquad g = \texttt{backward}\ (\text{identity if None, so } g' = 1)
-
-    The forward value is ``g + (f - g)`` computed in floating point, which can
-    differ from ``f(x)`` in the last bit when ``|g|`` is much larger than ``|f|``.
 
     Reference: the trick is due to Sergey Ioffe (as quoted on Stack Overflow,
     "How can I define only the gradient for a TensorFlow subgraph?"); the
@@ -66,7 +77,8 @@ def straight_through(
         surrogate = tf.convert_to_tensor(x if backward is None else backward(x))
         value = tf.convert_to_tensor(forward(x))
         same_shape(value, surrogate, "forward(x)", "backward(x)" if backward else "x")
-        return surrogate + tf.stop_gradient(value - surrogate)
+        # f(x) - 0 with a zero that carries g's gradient: exact, signed zeros included.
+        return tf.stop_gradient(value) - (tf.stop_gradient(surrogate) - surrogate)
 
     f_name = getattr(forward, "__name__", "f")
     g_name = "identity" if backward is None else getattr(backward, "__name__", "g")
