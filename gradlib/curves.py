@@ -12,7 +12,11 @@ from ._validate import callable_arg
 __all__ = ["curves"]
 
 
-def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32) -> Tuple[np.ndarray, np.ndarray]:
+UNCONNECTED = ("nan", "zero")
+
+
+def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32,
+           unconnected: str = "nan") -> Tuple[np.ndarray, np.ndarray]:
     r"""Evaluate ``fn`` and its derivative on the points ``x``.
 
     Forward and backward, for the points :math:`x_i`:
@@ -24,8 +28,13 @@ def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32) -> Tupl
 
     computed with ``tf.GradientTape``.  For an elementwise ``fn`` the sum
     gives exactly :math:`f'(x_i)`, which is what a backward curve plots.
+
     When TensorFlow returns ``None`` (no differentiable path from ``x`` to
-    ``fn(x)``, e.g. ``tf.round``), the derivative is returned as zeros.
+    ``fn(x)``: ``tf.round``, ``tf.stop_gradient``, a detour through NumPy),
+    the derivative is NaN everywhere by default, so that "no gradient" never
+    looks like "a gradient of zero" (a plot shows no backward curve at all).
+    ``unconnected="zero"`` returns zeros instead, as
+    ``tf.UnconnectedGradients.ZERO`` would.
 
     Reference: reverse-mode automatic differentiation, as in A. G. Baydin et
     al., *Automatic Differentiation in Machine Learning: a Survey*, JMLR 18, 2018.
@@ -34,6 +43,8 @@ def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32) -> Tupl
         fn: a function of one tensor returning a tensor of the same shape.
         x: the points, any array-like of real numbers (converted to ``dtype``).
         dtype: a floating TensorFlow dtype for the computation.
+        unconnected: what a ``None`` gradient becomes: ``"nan"`` (the
+            default) or ``"zero"``.
 
     Returns:
         ``(y, dydx)``: two NumPy arrays with the shape of ``x``.
@@ -41,9 +52,12 @@ def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32) -> Tupl
     Raises:
         TypeError: ``fn`` not callable, ``x`` not real numbers, ``dtype`` not
             floating, or ``fn`` returning ``None``.
-        ValueError: ``fn(x)`` has a different shape from ``x``.
+        ValueError: ``fn(x)`` has a different shape from ``x``, or
+            ``unconnected`` is not ``"nan"`` or ``"zero"``.
     """
     callable_arg(fn, "fn")
+    if not isinstance(unconnected, str) or unconnected not in UNCONNECTED:
+        raise ValueError(f"`unconnected` must be one of {UNCONNECTED}; got {unconnected!r}")
     try:
         dtype = tf.as_dtype(dtype)
     except TypeError:
@@ -66,5 +80,8 @@ def curves(fn: Callable[[tf.Tensor], tf.Tensor], x, *, dtype=tf.float32) -> Tupl
             f"fn(x) has shape {y.shape.as_list()}"
         )
     grad = tape.gradient(y, xt) if y.dtype.is_floating else None
-    dydx = np.zeros(points.shape, dtype=dtype.as_numpy_dtype) if grad is None else tf.convert_to_tensor(grad).numpy()
+    if grad is None:
+        dydx = np.full(points.shape, np.nan if unconnected == "nan" else 0.0, dtype=dtype.as_numpy_dtype)
+    else:
+        dydx = tf.convert_to_tensor(grad).numpy()
     return y.numpy(), dydx

@@ -30,12 +30,28 @@ def test_kinks_follow_tensorflow_conventions():
     np.testing.assert_array_equal(abs_grad, np.sign(GRID).astype(np.float32))  # abs'(0) = 0
 
 
-def test_none_gradient_becomes_zeros():
+def test_none_gradient_is_nan_by_default_not_zero():
     y, dydx = gradlib.curves(tf.round, GRID)
     np.testing.assert_array_equal(y, np.round(GRID).astype(np.float32))
-    assert dydx.shape == GRID.shape and not dydx.any()
+    assert dydx.shape == GRID.shape and np.isnan(dydx).all()
     _, dydx = gradlib.curves(lambda x: tf.zeros_like(x) + 1.0, GRID)  # unconnected
-    assert not dydx.any()
+    assert np.isnan(dydx).all()
+    _, dydx = gradlib.curves(lambda x: tf.stop_gradient(x) * 2, GRID)
+    assert np.isnan(dydx).all()
+
+
+def test_a_real_zero_gradient_stays_zero():
+    # tf.sign has a gradient, and it is 0: that must not become NaN.
+    _, dydx = gradlib.curves(tf.sign, GRID)
+    np.testing.assert_array_equal(dydx, np.zeros_like(GRID, dtype=np.float32))
+
+
+def test_unconnected_zero_asks_for_zeros():
+    _, dydx = gradlib.curves(tf.round, GRID, unconnected="zero")
+    assert dydx.dtype == np.float32
+    np.testing.assert_array_equal(dydx, np.zeros_like(GRID, dtype=np.float32))
+    _, dydx = gradlib.curves(tf.round, GRID, dtype=tf.float64, unconnected="zero")
+    assert dydx.dtype == np.float64 and not dydx.any()
 
 
 def test_integer_grid_and_shapes():
@@ -59,6 +75,8 @@ def test_non_elementwise_function_gives_gradient_of_the_sum():
         ("sin", GRID, {}, TypeError, "fn"),
         (lambda x: None, GRID, {}, TypeError, "None"),
         (tf.reduce_sum, GRID, {}, ValueError, "shape"),
+        (tf.sin, GRID, {"unconnected": "zeros"}, ValueError, "unconnected"),
+        (tf.sin, GRID, {"unconnected": None}, ValueError, "unconnected"),
     ],
 )
 def test_bad_input_is_named(fn, x, kwargs, error, message):
