@@ -9,7 +9,6 @@ of the wrong shape or dtype, a Python number, a NumPy array).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 from typing import Any, Callable, Optional, Sequence
 
@@ -30,13 +29,30 @@ class GradientError(ValueError):
     __init__ = Exception.__init__
 
 
+_VERDICT = {
+    "en": {"ok": "<gradient OK: {errors} over {size} entries {tolerance}>",
+           "wrong": "<gradient WRONG: at {where} autodiff gives {autodiff}{note}, finite differences give "
+                    "{numeric}; {errors} {tolerance}>",
+           "point": "the point", "none": " (autodiff returned None, taken as 0)",
+           "abs": "max abs error {value}", "rel": "max rel error {value}"},
+    "zh": {"ok": "<梯度正确：{errors}，共 {size} 个元素 {tolerance}>",
+           "wrong": "<梯度错误：在 {where} 处自动微分给出 {autodiff}{note}，有限差分给出 {numeric}；{errors} {tolerance}>",
+           "point": "该点", "none": "（自动微分返回 None，按 0 计）",
+           "abs": "最大绝对误差 {value}", "rel": "最大相对误差 {value}"},
+}
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class GradientCheck:
     """The verdict of :func:`check_gradient`.
 
     ``autodiff`` and ``numeric`` are the two Jacobians, shaped
     ``fn(x).shape + x.shape``; ``worst`` is the index (into them) of the
-    entry with the largest excess over the tolerance.
+    entry with the largest excess over the tolerance.  ``max_rel_error`` is
+    taken over the entries whose finite difference exceeds ``atol`` in
+    magnitude (a relative error against a zero slope means nothing); it is
+    NaN when there is none.  ``lang`` ("en" or "zh") is the language of the
+    one-line verdict that ``repr`` gives.
     """
 
     ok: bool
@@ -48,31 +64,36 @@ class GradientCheck:
     atol: float
     rtol: float
     autodiff_was_none: bool = False
+    lang: str = "en"
 
     def __bool__(self) -> bool:
         return self.ok
 
     def __repr__(self) -> str:
-        size = self.numeric.size
-        errors = f"max abs error {self.max_abs_error:.2g}, max rel error {self.max_rel_error:.2g}"
+        text = _VERDICT[self.lang]
+        errors = text["abs"].format(value=f"{self.max_abs_error:.2g}")
+        if np.isfinite(self.max_rel_error):
+            errors += (", " if self.lang == "en" else "，") + text["rel"].format(value=f"{self.max_rel_error:.2g}")
         tolerance = f"(atol={self.atol:g}, rtol={self.rtol:g})"
         if self.ok:
-            return f"<gradient OK: {errors} over {size} entries {tolerance}>"
-        where = f"[{', '.join(map(str, self.worst))}]" if self.worst else ""
-        note = " (autodiff returned None, taken as 0)" if self.autodiff_was_none else ""
-        return (f"<gradient WRONG: at {where or 'the point'} autodiff gives "
-                f"{float(self.autodiff[self.worst]):.6g}{note}, finite differences give "
-                f"{float(self.numeric[self.worst]):.6g}; {errors} {tolerance}>")
+            return text["ok"].format(errors=errors, size=self.numeric.size, tolerance=tolerance)
+        where = f"[{', '.join(map(str, self.worst))}]" if self.worst else text["point"]
+        return text["wrong"].format(
+            where=where, autodiff=f"{float(self.autodiff[self.worst]):.6g}",
+            note=text["none"] if self.autodiff_was_none else "",
+            numeric=f"{float(self.numeric[self.worst]):.6g}", errors=errors, tolerance=tolerance)
 
 
-def _relative(diff: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = diff / np.abs(reference)
-    return np.where(diff == 0, 0.0, rel)
+def _max_relative(diff: np.ndarray, reference: np.ndarray, atol: float) -> float:
+    """max |diff| / |reference| over the entries where |reference| > atol; NaN if none."""
+    meaningful = np.abs(reference) > atol
+    if not meaningful.any():
+        return float("nan")
+    return float(np.max(diff[meaningful] / np.abs(reference[meaningful])))
 
 
 def check_gradient(fn: Callable, x, *, atol: float = 1e-5, rtol: float = 1e-3,
-                   delta: Optional[float] = None) -> GradientCheck:
+                   delta: Optional[float] = None, lang: str = "en") -> GradientCheck:
     r"""Compare the autodiff Jacobian of ``fn`` at ``x`` with central finite differences.
 
     Both are computed in float64. The numerical entry for input element
@@ -96,17 +117,22 @@ def check_gradient(fn: Callable, x, *, atol: float = 1e-5, rtol: float = 1e-3,
         x: the point (any real array-like or tensor).
         atol, rtol: tolerances, as in ``numpy.isclose``.
         delta: relative step; ``None`` for :math:`\epsilon^{1/3}`.
+        lang: the language of the verdict, ``"en"`` or ``"zh"``.
 
     Returns:
         A :class:`GradientCheck`, truthy when the gradient is right; its repr is
-        a one-line verdict.
+        a one-line verdict.  Its relative error is taken only where the finite
+        difference exceeds ``atol``: never an infinite relative error against
+        a zero slope.
 
     Raises:
         TypeError: ``fn`` not callable, ``x`` not real, or ``fn`` failing on float64.
-        ValueError: a tolerance that is not a non-negative number, or a
-            ``delta`` that is not a positive number.
+        ValueError: a tolerance that is not a non-negative number, a
+            ``delta`` that is not a positive number, or an unknown ``lang``.
     """
     callable_arg(fn, "fn")
+    if lang not in _VERDICT:
+        raise ValueError(f"`lang` must be one of {sorted(_VERDICT)}; got {lang!r}")
     atol, rtol = real_number(atol, "atol", minimum=0), real_number(rtol, "rtol", minimum=0)
     if delta is None:
         delta = float(np.finfo(np.float64).eps ** (1 / 3))
@@ -162,9 +188,9 @@ def check_gradient(fn: Callable, x, *, atol: float = 1e-5, rtol: float = 1e-3,
     return GradientCheck(
         ok=bool(np.all(excess <= 0)),
         max_abs_error=float(diff.max()) if diff.size else 0.0,
-        max_rel_error=float(_relative(diff, numeric).max()) if diff.size else 0.0,
+        max_rel_error=_max_relative(diff, numeric, atol) if diff.size else float("nan"),
         autodiff=autodiff, numeric=numeric, worst=worst, atol=atol, rtol=rtol,
-        autodiff_was_none=autodiff_was_none,
+        autodiff_was_none=autodiff_was_none, lang=lang,
     )
 
 
@@ -236,31 +262,39 @@ def _validate(result: Any, inputs: Sequence, names: Sequence[str], variables: Se
         _check_one(grad, var, f"variable `{var.name}`")
 
 
-def strict_custom_gradient(f: Callable) -> Callable:
-    r"""A drop-in for ``tf.custom_gradient`` that validates what ``grad_fn`` returns.
+class _StrictCustomGradient:
+    """The callable :func:`strict_custom_gradient` returns (private).
 
-    ``f(*inputs)`` returns ``(y, grad_fn)`` exactly as for
-    ``tf.custom_gradient``; forward and backward are unchanged:
-
-    .. math:: y = f(x_1, \dots, x_n), \qquad
-              \bar x_k = \texttt{grad\_fn}(\bar y)_k
-
-    Each time the gradient is taken, the return of ``grad_fn`` is checked:
-    one gradient per input (plus one per variable when ``grad_fn`` takes
-    ``variables``), each a tensor or ``None`` (never a Python number or a
-    NumPy array), each with its input's dtype and shape. A violation raises
-    :class:`GradientError` naming the input, the expected and the actual
-    shape/dtype, in eager mode, under a tape inside ``tf.function`` and with
-    ``tf.gradients`` alike, where plain ``tf.custom_gradient`` silently
-    accepts several of them under ``GradientTape``.  Tensors passed by keyword
-    are refused too: ``tf.custom_gradient`` would silently ignore them.
-
-    Reference: ``tf.custom_gradient`` (TensorFlow API documentation).
+    A descriptor, like ``tf.custom_gradient``'s own wrapper: decorating a
+    method and reading it from an instance binds the instance, so ``self`` is
+    never taken for a tensor input.  It carries ``__name__``, ``__doc__`` and
+    ``__signature__`` of ``f`` but deliberately no ``__wrapped__``:
+    ``tf.function`` follows ``__wrapped__`` when it builds the trace type of an
+    argument, and would hand the traced body the undecorated ``f``.
     """
-    callable_arg(f, "f")
 
-    @functools.wraps(f)
-    def wrapped(*args, **kwargs):
+    def __init__(self, f: Callable):
+        self._f = f
+        for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                setattr(self, attribute, getattr(f, attribute))
+            except AttributeError:
+                pass
+        try:
+            self.__signature__ = inspect.signature(f)
+        except (TypeError, ValueError):
+            pass
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        return _StrictCustomGradient(self._f.__get__(instance, owner))
+
+    def __repr__(self) -> str:
+        return f"<strict_custom_gradient {getattr(self._f, '__qualname__', self._f)!r}>"
+
+    def __call__(self, *args, **kwargs):
+        f = self._f
         tensors_by_keyword = [k for k, v in kwargs.items()
                               if isinstance(v, (tf.Tensor, tf.Variable, np.ndarray))]
         if tensors_by_keyword:
@@ -291,4 +325,34 @@ def strict_custom_gradient(f: Callable) -> Callable:
         inner.__name__ = getattr(f, "__name__", "strict_custom_gradient")
         return tf.custom_gradient(inner)(*args)
 
-    return wrapped
+
+def strict_custom_gradient(f: Callable) -> Callable:
+    r"""A drop-in for ``tf.custom_gradient`` that validates what ``grad_fn`` returns.
+
+    ``f(*inputs)`` returns ``(y, grad_fn)`` exactly as for
+    ``tf.custom_gradient``; forward and backward are unchanged:
+
+    .. math:: y = f(x_1, \dots, x_n), \qquad
+              \bar x_k = \texttt{grad\_fn}(\bar y)_k
+
+    Each time the gradient is taken, the return of ``grad_fn`` is checked:
+    one gradient per input (plus one per variable when ``grad_fn`` takes
+    ``variables``), each a tensor or ``None`` (never a Python number or a
+    NumPy array), each with its input's dtype and shape. A violation raises
+    :class:`GradientError` naming the input, the expected and the actual
+    shape/dtype, in eager mode, under a tape inside ``tf.function`` and with
+    ``tf.gradients`` alike, where plain ``tf.custom_gradient`` silently
+    accepts several of them under ``GradientTape``.  Tensors passed by keyword
+    are refused too: ``tf.custom_gradient`` would silently ignore them.
+
+    Like ``tf.custom_gradient`` it decorates methods too (of a ``tf.Module``
+    or a Keras layer): ``self`` is bound, not taken as an input, and the
+    variables the method reads (``self.kernel``) reach ``grad_fn`` through
+    its ``variables`` keyword.  Unlike ``tf.custom_gradient``, the decorated
+    function can be passed to a ``tf.function`` as an argument and keeps its
+    gradient there.
+
+    Reference: ``tf.custom_gradient`` (TensorFlow API documentation).
+    """
+    callable_arg(f, "f")
+    return _StrictCustomGradient(f)

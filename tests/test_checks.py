@@ -252,3 +252,130 @@ def test_tensors_passed_by_keyword_are_refused():
     with pytest.raises(GradientError, match="positionally.*k="):
         scale(tf.constant(1.0), k=tf.constant(3.0))
     assert float(scale(tf.constant(1.0), k=4.0)) == 4.0  # plain Python keyword arguments are fine
+
+
+# -- check_gradient: relative error and language ------------------------------
+
+def test_relative_error_ignores_entries_whose_finite_difference_is_zero():
+    # The STE of round: autodiff 1, finite differences 0 everywhere.  The
+    # relative error against a zero slope means nothing and is not reported.
+    result = gradlib.check_gradient(gradlib.straight_through(tf.round), [0.3, 1.2])
+    assert np.isnan(result.max_rel_error)
+    assert "inf" not in repr(result) and "rel error" not in repr(result)
+    assert "max abs error 1" in repr(result)
+
+
+def test_relative_error_is_taken_where_the_slope_is_not_zero():
+    @tf.custom_gradient
+    def half_wrong(x):  # right where |x| > 1, twice too large elsewhere; flat part of round too
+        return x * x, lambda dy: dy * tf.where(tf.abs(x) > 1, 2 * x, 4 * x)
+
+    result = gradlib.check_gradient(half_wrong, [0.5, 2.0])
+    # Jacobian diag: autodiff [2, 4], numeric [1, 4]; off-diagonal zeros are ignored.
+    assert result.max_rel_error == pytest.approx(1.0, rel=1e-6)
+    assert "max rel error 1" in repr(result) and "inf" not in repr(result)
+
+
+def test_verdict_in_chinese():
+    ok = gradlib.check_gradient(tf.sin, X, lang="zh")
+    assert repr(ok).startswith("<梯度正确：最大绝对误差") and "共 25 个元素" in repr(ok)
+    wrong = gradlib.check_gradient(_wrong_sin(), X, lang="zh")
+    text = repr(wrong)
+    assert text.startswith("<梯度错误：在 [") and "自动微分给出" in text and "有限差分给出" in text
+    assert "（自动微分返回 None，按 0 计）" in repr(gradlib.check_gradient(lambda v: tf.stop_gradient(v) * 2.0,
+                                                                          [1.0], lang="zh"))
+    with pytest.raises(ValueError, match="lang"):
+        gradlib.check_gradient(tf.sin, X, lang="fr")
+
+
+# -- strict_custom_gradient on methods ------------------------------------------
+
+class _Scale(tf.Module):
+    def __init__(self, wrong_variable_gradient=False):
+        super().__init__()
+        self.w = tf.Variable(2.0)
+        self.wrong = wrong_variable_gradient
+
+    @gradlib.strict_custom_gradient
+    def __call__(self, x):
+        def grad_fn(dy, variables=None):
+            dw = dy * x if self.wrong else tf.reduce_sum(dy * x)
+            return dy * self.w, [dw]
+        return x * self.w, grad_fn
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_method_of_a_module_with_variables(mode):
+    module, x = _Scale(), tf.constant([1.0, 2.0, 3.0])
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = module(x)
+        return tape.gradient(y, [x, module.w])
+
+    dx, dw = gradients() if mode == "eager" else tf.function(gradients)()
+    np.testing.assert_array_equal(dx.numpy(), [2.0, 2.0, 2.0])
+    assert dw.numpy() == 6.0  # sum(x), against the closed form
+
+
+def test_method_with_a_wrong_variable_gradient_raises():
+    module, x = _Scale(wrong_variable_gradient=True), tf.constant([1.0, 2.0, 3.0])
+    with pytest.raises(GradientError, match=r"variable .* wrong shape: expected shape \[\].*got shape \[3\]"):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = module(x)
+        tape.gradient(y, x)
+
+
+def test_keras_layer_method_trains_with_fit():
+    import keras
+
+    class Project(keras.layers.Layer):
+        def build(self, shape):
+            self.kernel = self.add_weight(shape=(shape[-1], 2), initializer="ones")
+
+        @gradlib.strict_custom_gradient
+        def project(self, x):
+            def grad_fn(dy, variables=None):
+                return dy @ tf.transpose(self.kernel), [tf.transpose(x) @ dy]
+            return x @ self.kernel, grad_fn
+
+        def call(self, x):
+            return self.project(x)
+
+    layer = Project()
+    x = tf.constant(np.arange(12, dtype=np.float32).reshape(4, 3))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = tf.reduce_sum(layer(x) ** 2)
+    gx, gk = tape.gradient(out, [x, layer.kernel])
+    y = x.numpy() @ np.ones((3, 2), np.float32)
+    np.testing.assert_allclose(gk.numpy(), x.numpy().T @ (2 * y))  # independent NumPy chain rule
+    np.testing.assert_allclose(gx.numpy(), (2 * y) @ np.ones((2, 3)))
+    model = keras.Sequential([keras.Input((3,)), Project(), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.01), "mse")
+    before = model.layers[0].kernel.numpy().copy()
+    model.fit(np.ones((8, 3)), np.zeros((8, 1)), epochs=2, verbose=0)
+    assert not np.array_equal(before, model.layers[0].kernel.numpy())  # the kernel's gradient arrived
+
+
+def test_decorated_function_keeps_its_gradient_as_a_tf_function_argument():
+    @gradlib.strict_custom_gradient
+    def square(x):
+        return x * x, lambda dy: dy * 10.0 * x  # a deliberately different gradient, to see it is used
+
+    @tf.function
+    def gradient_of(f, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        return tape.gradient(y, x)
+
+    assert gradient_of(square, tf.constant(3.0)).numpy() == 30.0
+
+
+def test_unbound_access_and_introspection():
+    assert _Scale.__call__ is _Scale.__dict__["__call__"]  # read from the class: not bound
+    import inspect
+    assert list(inspect.signature(_Scale().__call__).parameters) == ["x"]
