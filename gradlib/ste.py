@@ -98,25 +98,75 @@ def ste_sign(x, clip: Optional[float] = None):
     return _with_derivative(x, _sign_pm1, lambda v: tf.cast(tf.abs(v) <= limit, v.dtype))
 
 
-def xnor_binarize(x):
+def _axes(axis, rank: int, name: str = "axis"):
+    """``axis`` (None, an int or a sequence of ints) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return None
+    items = [axis] if isinstance(axis, numbers.Integral) and not isinstance(axis, bool) else axis
+    try:
+        items = list(items)
+    except TypeError:
+        raise TypeError(f"`{name}` must be None, an int or a sequence of ints; got {axis!r}") from None
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, numbers.Integral):
+            raise TypeError(f"`{name}` must be None, an int or a sequence of ints; got {axis!r}")
+        if not -rank <= int(item) < rank:
+            raise ValueError(f"`{name}` {int(item)} is out of range for a tensor of rank {rank}")
+        out.append(int(item) % rank)
+    if len(set(out)) != len(out):
+        raise ValueError(f"`{name}` names an axis twice: {axis!r}")
+    return tuple(sorted(out))
+
+
+def xnor_binarize(x, axis=None):
     r"""XNOR-Net weight binarization: sign times the mean absolute value, identity gradient.
 
     Forward: :math:`y = \operatorname{sign}(x)\, E` with
-    :math:`E = \frac{1}{n}\sum_i |x_i|` over all elements, and
-    :math:`\operatorname{sign}(0) = +1`.
+    :math:`\operatorname{sign}(0) = +1` and :math:`E` the mean of :math:`|x|`:
 
-    Backward: :math:`\partial L/\partial x := \partial L/\partial y`
-    (straight through; :math:`E` is treated as a constant, not differentiated).
+    * ``axis=None`` (the default): one scale for the whole tensor,
+      :math:`E = \frac{1}{n}\sum_i |x_i|`;
+    * ``axis`` an int or a tuple of ints: the mean over those axes, kept
+      for broadcasting, so there is one scale per remaining index.  For a
+      dense kernel of shape ``(inputs, filters)``, ``axis=0`` gives one
+      scale per output filter, :math:`\alpha_f = \frac{1}{n}\sum_i |W_{if}|`,
+      as in the paper; for a ``(h, w, in, out)`` convolution kernel use
+      ``axis=(0, 1, 2)``.
+
+    Backward: :math:`\partial L/\partial x := \partial L/\partial y`, the
+    upstream gradient unchanged: not scaled by :math:`E`, not clipped, with
+    no term through :math:`E`.  This is exactly the straight-through
+    gradient of :math:`\operatorname{sign}(x/E)\,E` with :math:`E` stopped
+    (the third version of chapter 3).  Other choices exist and are not what
+    this function does: straight through :math:`\operatorname{sign}` with
+    :math:`E` stopped gives :math:`E\,\partial L/\partial y`; larq's
+    ``MagnitudeAwareSign`` (Bi-Real Net's scaled sign, one scale per output
+    channel) gives :math:`E\,\mathbb{1}\{|x| \le 1\}\,\partial L/\partial y`;
+    the paper (§3.1) and its PyTorch reference code (jiecaoyu/XNOR-Net-PyTorch,
+    ``updateBinaryGradWeight``) keep the clip :math:`\mathbb{1}\{|x| \le 1\}`
+    and differentiate :math:`E` as well (the product rule; the code also
+    rescales the result by a constant factor).
 
     Reference: M. Rastegari, V. Ordonez, J. Redmon, A. Farhadi, *XNOR-Net:
     ImageNet Classification Using Binary Convolutional Neural Networks*,
-    ECCV 2016, arXiv:1603.05279.
+    ECCV 2016, arXiv:1603.05279, §3.1.
 
     Raises:
-        TypeError: ``x`` is not a floating tensor.
+        TypeError: ``x`` is not a floating tensor, or ``axis`` is not None,
+            an int or a sequence of ints.
+        ValueError: an ``axis`` outside the rank of ``x``, or one named twice.
     """
     x = float_tensor(x, "x")
-    return _with_derivative(x, lambda v: _sign_pm1(v) * tf.reduce_mean(tf.abs(v)), _identity_derivative)
+    if axis is not None and x.shape.rank is None:
+        raise ValueError("`axis` needs a tensor of known rank")
+    axes = _axes(axis, x.shape.rank if x.shape.rank is not None else 0)
+
+    def forward(v):
+        scale = tf.reduce_mean(tf.abs(v), axis=axes, keepdims=axes is not None)
+        return _sign_pm1(v) * scale
+
+    return _with_derivative(x, forward, _identity_derivative)
 
 
 def dorefa_quantize(x, bits: int):

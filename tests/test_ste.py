@@ -106,6 +106,44 @@ def test_swish_sign_derivative_is_the_derivative_of_its_smooth_function():
     assert sigmoid(0) == 0.5
 
 
+KERNEL = np.array([[0.3, -1.2, 0.0], [0.8, -0.1, -2.5], [0.0, 0.5, 1.1], [-0.4, 0.9, 0.2]], np.float32)  # (inputs, filters)
+
+
+@pytest.mark.parametrize("axis, reduce_over", [(None, None), (0, (0,)), (-2, (0,)), ((0,), (0,)), (1, (1,)),
+                                               ((0, 1), (0, 1))])
+def test_xnor_scale_per_filter_against_numpy(axis, reduce_over):
+    upstream = np.linspace(-1.0, 2.0, KERNEL.size).reshape(KERNEL.shape).astype(np.float32)
+    y, g = value_and_grad(lambda w: gradlib.xnor_binarize(w, axis=axis), KERNEL, upstream)
+    scale = np.mean(np.abs(KERNEL), axis=reduce_over, keepdims=reduce_over is not None)
+    np.testing.assert_allclose(y, np_sign(KERNEL) * scale, rtol=1e-6)
+    np.testing.assert_array_equal(g, upstream)  # identity: no E factor, no clip, no term through E
+
+
+def test_xnor_axis_0_is_one_scale_per_output_filter():
+    y = gradlib.xnor_binarize(tf.constant(KERNEL), axis=0).numpy()
+    per_filter = np.abs(y).max(axis=0)
+    np.testing.assert_allclose(np.abs(y), np.broadcast_to(per_filter, KERNEL.shape))  # |y| constant per column
+    np.testing.assert_allclose(per_filter, np.abs(KERNEL).mean(axis=0), rtol=1e-6)
+    assert len(set(np.round(per_filter, 6))) == 3  # three filters, three scales
+
+
+def test_xnor_backward_is_the_straight_through_gradient_of_sign_x_over_stopped_e():
+    # The docstring's claim, against chapter 3's third version built from plain TF ops.
+    w = tf.constant(KERNEL)
+    upstream = tf.constant(np.linspace(-1.0, 2.0, KERNEL.size).reshape(KERNEL.shape).astype(np.float32))
+
+    def third_version(v):
+        e = tf.stop_gradient(tf.reduce_mean(tf.abs(v), axis=0, keepdims=True))
+        return gradlib.straight_through(lambda u: tf.where(u >= 0, 1.0, -1.0))(v / e) * e
+
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(w)
+        ours, reference = gradlib.xnor_binarize(w, axis=0), third_version(w)
+    np.testing.assert_allclose(ours.numpy(), reference.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(ours, w, output_gradients=upstream).numpy(),
+                               tape.gradient(reference, w, output_gradients=upstream).numpy(), rtol=1e-6)
+
+
 def test_grad_pass_through_is_tensorflows_own_shortcut():
     y, g = value_and_grad(tf.grad_pass_through(tf.round))
     np.testing.assert_array_equal(y, np.round(X))
@@ -118,6 +156,12 @@ def test_grad_pass_through_is_tensorflows_own_shortcut():
         (lambda: gradlib.ste_round(tf.constant([1, 2])), TypeError, "floating"),
         (lambda: gradlib.ste_sign(tf.constant([1, 2])), TypeError, "floating"),
         (lambda: gradlib.xnor_binarize(np.array([1, 2])), TypeError, "floating"),
+        (lambda: gradlib.xnor_binarize(KERNEL, axis=2), ValueError, "axis"),
+        (lambda: gradlib.xnor_binarize(KERNEL, axis=-3), ValueError, "axis"),
+        (lambda: gradlib.xnor_binarize(KERNEL, axis=(0, -2)), ValueError, "axis"),
+        (lambda: gradlib.xnor_binarize(KERNEL, axis=0.0), TypeError, "axis"),
+        (lambda: gradlib.xnor_binarize(KERNEL, axis=True), TypeError, "axis"),
+        (lambda: gradlib.xnor_binarize(KERNEL, axis="0"), TypeError, "axis"),
         (lambda: gradlib.dorefa_quantize(tf.constant([1], tf.int64), 2), TypeError, "floating"),
         (lambda: gradlib.ste_sign(X, clip=0), ValueError, "clip"),
         (lambda: gradlib.ste_sign(X, clip=-1.0), ValueError, "clip"),
