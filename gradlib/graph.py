@@ -7,7 +7,7 @@ were designed for, while the rest of the notebook stays eager.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -21,7 +21,26 @@ def _is_fetchable(leaf: Any) -> bool:
     return isinstance(leaf, (tf.Tensor, tf.Variable, tf.Operation, tf.IndexedSlices))
 
 
-def run_graph(build: Callable[[], Any], *, repeat: Optional[int] = None):
+def _feed_dict(graph: tf.Graph, feed: Mapping[str, Any]) -> Dict[tf.Tensor, Any]:
+    """``{"lam": 0.5}`` as a session feed dict: each name resolved in ``graph``."""
+    if not isinstance(feed, Mapping):
+        raise TypeError(f"each feed must be a mapping from a tensor name to a value; got {type(feed).__name__}")
+    resolved = {}
+    for name, value in feed.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"feed keys must be tensor names (strings such as 'lam'); got {name!r}")
+        try:
+            tensor = graph.get_tensor_by_name(name if ":" in name else name + ":0")
+        except (KeyError, ValueError):
+            names = sorted(op.name for op in graph.get_operations() if op.type == "Placeholder")
+            raise ValueError(f"no tensor named {name!r} in the graph built by `build`; "
+                             f"its placeholders: {names or 'none'}") from None
+        resolved[tensor] = value
+    return resolved
+
+
+def run_graph(build: Callable[[], Any], *, repeat: Optional[int] = None,
+              feed: Union[None, Mapping[str, Any], Sequence[Mapping[str, Any]]] = None):
     r"""Build a fresh ``tf.Graph`` with ``build()`` and evaluate what it returns.
 
     Steps: enter a new graph, call ``build()``, run
@@ -37,35 +56,58 @@ def run_graph(build: Callable[[], Any], *, repeat: Optional[int] = None):
     TF1 training loop: fetch the train op and the loss together) and a list
     of ``n`` results is returned.
 
+    ``feed`` gives values to placeholders (``tf.compat.v1.placeholder``) by
+    name, as ``session.run(..., feed_dict=...)`` did: ``{"lam": 0.5}`` feeds
+    the tensor ``"lam:0"``.  A list of such mappings runs the fetches once per
+    mapping in one session (variables keep their values between the runs)
+    and returns a list, like ``repeat``: this is how a TF1 graph followed a
+    schedule such as DANN's :math:`\lambda_p`.
+
     Reference: the TF1 programming model, *TensorFlow: A system for
     large-scale machine learning*, M. Abadi et al., OSDI 2016.
 
     Raises:
-        TypeError: ``build`` is not callable.
-        ValueError: ``repeat`` is not a positive integer.
+        TypeError: ``build`` is not callable, or ``feed`` is not a mapping
+            from tensor names to values (or a list of them).
+        ValueError: ``repeat`` is not a positive integer, ``feed`` names a
+            tensor the graph does not have, or ``feed`` is a list whose length
+            differs from ``repeat``.
     """
     callable_arg(build, "build")
     if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1):
         raise ValueError(f"`repeat` must be a positive integer or None; got {repeat!r}")
+    feeds = None
+    if feed is not None:
+        if isinstance(feed, Mapping):
+            feeds = [feed] * (repeat or 1)
+        elif isinstance(feed, (list, tuple)) and feed:
+            feeds = list(feed)
+            if repeat is not None and repeat != len(feeds):
+                raise ValueError(f"`feed` holds {len(feeds)} mappings but `repeat` is {repeat}; give one or the other")
+            repeat = len(feeds)
+        else:
+            raise TypeError("`feed` must be a mapping from tensor names to values, or a non-empty list of them; "
+                            f"got {feed!r}")
     graph = tf.Graph()
     with graph.as_default():
         structure = build()
         leaves = tf.nest.flatten(structure)
         slots = [i for i, leaf in enumerate(leaves) if _is_fetchable(leaf)]
         init = tf.compat.v1.global_variables_initializer()
+        feed_dicts = [_feed_dict(graph, f) for f in feeds] if feeds is not None else None
     with tf.compat.v1.Session(graph=graph) as session:
         session.run(init)
 
-        def once():
-            values = session.run([leaves[i] for i in slots]) if slots else []
+        def once(feed_dict=None):
+            values = session.run([leaves[i] for i in slots], feed_dict=feed_dict) if slots else []
             out = list(leaves)
             for i, value in zip(slots, values):
                 out[i] = value
             return tf.nest.pack_sequence_as(structure, out)
 
         if repeat is None:
-            return once()
-        return [once() for _ in range(repeat)]
+            return once(feed_dicts[0] if feed_dicts else None)
+        return [once(feed_dicts[i] if feed_dicts else None) for i in range(repeat)]
 
 
 # Gradient functions registered through gradlib, by name.  TensorFlow's

@@ -112,3 +112,60 @@ def test_bad_names(name, error):
 def test_decorated_object_must_be_callable():
     with pytest.raises(TypeError, match="callable"):
         gradlib.register_gradient("GradlibTestNotCallable")(42)
+
+
+# -- feed: placeholders, and a schedule with one registration --------------------
+
+def test_feed_gives_placeholders_their_values():
+    def build():
+        x = tf.compat.v1.placeholder(tf.float32, shape=[2], name="x")
+        return tf.gradients(tf.reduce_sum(x ** 3), x)[0]
+
+    np.testing.assert_allclose(gradlib.run_graph(build, feed={"x": [1.0, -2.0]}), [3.0, 12.0])
+    np.testing.assert_allclose(gradlib.run_graph(build, feed={"x:0": [0.5, 2.0]}), [0.75, 12.0])
+
+
+def test_a_list_of_feeds_runs_once_per_value_with_one_registration():
+    # DANN's lambda as a placeholder read by the gradient function: one
+    # registered name serves every value of the schedule.
+    @gradlib.register_gradient("ReverseByPlaceholder")
+    def reverse(op, grad):
+        lam = tf.compat.v1.get_default_graph().get_tensor_by_name("lam:0")
+        return -lam * grad
+
+    def build():
+        lam = tf.compat.v1.placeholder(tf.float32, shape=[], name="lam")
+        x = tf.constant([1.0, 2.0])
+        with tf.compat.v1.get_default_graph().gradient_override_map({"Identity": "ReverseByPlaceholder"}):
+            y = tf.identity(x)
+        return tf.gradients(y, x)[0] * tf.ones_like(lam)
+
+    schedule = [0.0, 0.5, 2.0]
+    results = gradlib.run_graph(build, feed=[{"lam": v} for v in schedule])
+    np.testing.assert_allclose(np.array(results), [[-v, -v] for v in schedule])
+
+
+def test_variables_keep_their_values_between_fed_runs():
+    def build():
+        step = tf.compat.v1.placeholder(tf.float32, shape=[], name="step")
+        total = tf.Variable(0.0)
+        return total.assign_add(step)
+
+    assert gradlib.run_graph(build, feed=[{"step": 1.0}, {"step": 2.0}, {"step": 3.0}]) == [1.0, 3.0, 6.0]
+    assert gradlib.run_graph(build, feed={"step": 2.0}, repeat=3) == [2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("feed, repeat, error, message", [
+    ({"missing": 1.0}, None, ValueError, "no tensor named 'missing'.*placeholders: \\['x'\\]"),
+    ([{"x": 1.0}, {"x": 2.0}], 3, ValueError, "2 mappings but `repeat` is 3"),
+    ([], None, TypeError, "feed"),
+    ("x=1", None, TypeError, "feed"),
+    ({3: 1.0}, None, TypeError, "tensor names"),
+    ([{"x": 1.0}, 5], None, TypeError, "mapping"),
+])
+def test_bad_feed(feed, repeat, error, message):
+    def build():
+        return tf.compat.v1.placeholder(tf.float32, shape=[], name="x") * 2
+
+    with pytest.raises(error, match=message):
+        gradlib.run_graph(build, feed=feed, repeat=repeat)
