@@ -14,7 +14,7 @@ from .logs import captured_tf_warnings
 from .progress import progress
 from .reversal import GradientReversal, gradient_reversal
 from .ste import SIGN_SURROGATES, dorefa_quantize, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
-from .tables import markdown_table
+from .tables import glue, markdown_table
 from .tricks import straight_through
 
 __version__ = "0.1.0"
@@ -35,6 +35,7 @@ __all__ = [
     "exercises",
     "experiments",
     "explore",
+    "glue",
     "gradient_reversal",
     "markdown_table",
     "plot_curves",
