@@ -12,8 +12,12 @@ PORT    ?= 8000
 
 # TensorFlow 2.21 prints oneDNN/absl notices at import; these two settings keep
 # every kernel quiet (and oneDNN off also makes CPU numerics reproducible).
+# One intra-op thread: a kernel then adds its floats in the same order on a
+# machine with any number of cores (the experiments are chaotic enough to
+# amplify a different order into a different result).
 export TF_CPP_MIN_LOG_LEVEL  := 2
 export TF_ENABLE_ONEDNN_OPTS := 0
+export TF_NUM_INTRAOP_THREADS := 1
 export PYTHONHASHSEED        := 0
 
 .PHONY: help venv colab-env book browser test serve bench notebooks lock clean student grade

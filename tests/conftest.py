@@ -5,6 +5,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")  # the Makefile's: same float order on any machine
 os.environ["MPLBACKEND"] = "Agg"
 
 import pytest  # noqa: E402

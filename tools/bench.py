@@ -107,6 +107,7 @@ LATEST = "gradlib/bench-latest.json"  # what the book's appendix shows (gradlib.
 MAKE_ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "TF_ENABLE_ONEDNN_OPTS": "0",
+    "TF_NUM_INTRAOP_THREADS": "1",
     "PYTHONHASHSEED": "0",
 }
 CHAPTER_ENV = {

@@ -37,6 +37,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]+")
 QUIET_ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "TF_ENABLE_ONEDNN_OPTS": "0",
+    "TF_NUM_INTRAOP_THREADS": "1",
     "GRADBOOK_BUILD": "1",
 }
 # Kernels must draw inline even when the caller exported MPLBACKEND=Agg.
