@@ -2,7 +2,7 @@
 
 ``tools/prose_numbers.py`` lists the decimal numbers of a page's prose that
 are neither literals of its code cells nor declared with a reason in a
-``% typed:`` comment; every such number must come from the build through
+``<!-- typed: ... -->`` comment; every such number must come from the build through
 ``gradlib.glue`` and ``{glue:text}``.  The fault tests show what it catches.
 """
 
@@ -66,11 +66,11 @@ def test_indented_code_in_a_solution_is_code(tmp_path):
 
 
 def test_declared_inputs_pass_and_stale_or_bare_declarations_fail(tmp_path):
-    ok = chapter(tmp_path, "% typed: 0.75 — the exponent of the paper's schedule\n\n$\\mu_0 (1 + 10p)^{-0.75}$")
+    ok = chapter(tmp_path, "<!-- typed: 0.75 — the exponent of the paper's schedule -->\n\n$\\mu_0 (1 + 10p)^{-0.75}$")
     assert numbers(ok) == []
-    stale = chapter(tmp_path, "% typed: 0.75 — the exponent of the paper's schedule\n\nNo number here.")
-    assert [t.context for t in typed_numbers(stale)] == ["declared by `% typed:` but no longer in the prose"]
-    bare = chapter(tmp_path, "% typed: 0.75\n\n$(1 + 10p)^{0.75}$")
+    stale = chapter(tmp_path, "<!-- typed: 0.75 — the exponent of the paper's schedule -->\n\nNo number here.")
+    assert [t.context for t in typed_numbers(stale)] == ["declared by `<!-- typed: -->` but no longer in the prose"]
+    bare = chapter(tmp_path, "<!-- typed: 0.75 -->\n\n$(1 + 10p)^{0.75}$")
     assert any("needs a number and a reason" in t.context for t in typed_numbers(bare))
 
 

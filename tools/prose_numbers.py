@@ -8,9 +8,10 @@ cells printed +0.250 and +0.143).  This tool lists the decimal numbers of a
 chapter's prose (Markdown cells, exercise and solution text, display math)
 that are not *inputs*: an input is a number written as a literal in one of
 the chapter's code cells (a setting the reader can see and change), or one
-the chapter declares, with its reason, in a MyST comment line (not rendered)::
+the chapter declares, with its reason, in an HTML comment on a line of its own
+(invisible on the site and in Jupyter alike)::
 
-    % typed: 0.75 — the exponent of the paper's learning-rate schedule (§5.2.2)
+    <!-- typed: 0.75 — the exponent of the paper's learning-rate schedule (§5.2.2) -->
 
 A declaration whose number no longer occurs in the prose is reported too,
 so the declarations cannot go stale.
@@ -47,8 +48,8 @@ PRODUCT_VERSION = re.compile(
     r"(?:\d+(?:\.\d+|\.x)+)(?:\s*(?:–|-|to|and|或|与|和)\s*\d+(?:\.\d+|\.x)+)*", re.IGNORECASE)
 SECTION = re.compile(r"§\s*\d+(?:\.\d+)*|arXiv:\s*\d+\.\d+|\b\d+\(\d+\)")
 NUMBER = re.compile(r"(?<![\w.])([-+−]?\d+\.\d+)(?![\w.])")
-LABEL_LINE = re.compile(r"^\s*\([\w-]+\)=\s*$|^\s*:\w[\w-]*:|^%")
-DECLARED = re.compile(r"^%\s*typed:\s*([-+−]?\d+\.\d+)\s*(?:—|–|-|:)\s*(\S.*)$")
+LABEL_LINE = re.compile(r"^\s*\([\w-]+\)=\s*$|^\s*:\w[\w-]*:|^\s*<!--.*-->\s*$")
+DECLARED = re.compile(r"^<!--\s*typed:\s*([-+−]?\d+\.\d+)\s*(?:—|–|-|:)\s*(\S.*?)\s*-->$")
 
 
 @dataclass(frozen=True)
@@ -135,13 +136,13 @@ def _strip(line: str) -> str:
 
 
 def declared(source: str) -> dict:
-    """``{number: reason}`` of the chapter's ``% typed: <number> — <reason>`` lines."""
+    """``{number: reason}`` of the chapter's ``<!-- typed: <number> — <reason> -->`` lines."""
     found = {}
     for line in source.splitlines():
         match = DECLARED.match(line.strip())
         if match:
             found[match.group(1)] = match.group(2).strip()
-        elif line.lstrip().startswith("%") and "typed:" in line:
+        elif line.lstrip().startswith("<!--") and "typed:" in line:
             found[line.strip()] = ""  # malformed: reported by typed_numbers
     return found
 
@@ -150,7 +151,7 @@ def typed_numbers(path: Path, allowed: Optional[Mapping[str, str]] = None, *,
                   root: Optional[Path] = None) -> List[Typed]:
     """Decimal numbers in the prose of ``path`` that are neither code literals nor declared.
 
-    Declarations are the chapter's ``% typed:`` lines; ``allowed`` adds more
+    Declarations are the chapter's ``<!-- typed: ... -->`` lines; ``allowed`` adds more
     (``{"0.03": "reason"}``).  Numbers match by value, so ``0.03`` also
     covers ``0.030``.  A malformed or stale declaration is reported as well.
     """
@@ -158,10 +159,10 @@ def typed_numbers(path: Path, allowed: Optional[Mapping[str, str]] = None, *,
     source = path.read_text(encoding="utf-8")
     shown = str(path.relative_to(root)) if root else str(path)
     declarations = declared(source)
-    problems = [Typed(shown, 0, key, "a `% typed:` line needs a number and a reason: "
-                      "`% typed: 0.75 — why it may be typed`") for key, reason in declarations.items() if not reason]
+    problems = [Typed(shown, 0, key, "a typed declaration needs a number and a reason: "
+                      "`<!-- typed: 0.75 — why it may be typed -->`") for key, reason in declarations.items() if not reason]
     declarations = {key: reason for key, reason in declarations.items() if reason}
-    problems += [Typed(shown, 0, key, "declared by `% typed:` but no longer in the prose")
+    problems += [Typed(shown, 0, key, "declared by `<!-- typed: -->` but no longer in the prose")
                  for key in unused_allowances(path, declarations)]
     inputs = code_literals(source) | {_value(key) for key in {**declarations, **(allowed or {})}}
     found = problems
