@@ -113,17 +113,22 @@ CHAPTER_LABEL = re.compile(r"^\((?P<lang>en|zh)-(?P<chapter>ch\d\d)\)=\s*$", re.
 
 MESSAGES = {
     "file_not_found": {"en": "file not found", "zh": "文件不存在"},
-    "invalid": {"en": "not a valid notebook: {error}", "zh": "不是有效的 notebook：{error}"},
+    "invalid": {"en": "not a valid notebook: {error}", "zh": "不是有效的笔记本：{error}"},
+    "not_utf8": {"en": "not UTF-8 text", "zh": "不是 UTF-8 文本"},
+    "unreadable": {"en": "cannot read it ({error})", "zh": "无法读取（{error}）"},
+    "not_json": {"en": "not valid JSON ({error})", "zh": "不是合法的 JSON（{error}）"},
+    "no_cells": {"en": "no list of cells", "zh": "没有单元格列表"},
+    "bad_cell": {"en": "a cell without a type or source", "zh": "有单元格缺少类型或源文本"},
     "no_exercises": {
         "en": "no auto-checked exercise found: the notebook has no check cell and no gradbook metadata",
-        "zh": "没有找到可自动检查的练习：notebook 中既没有检查单元格，也没有 gradbook 元数据"},
+        "zh": "没有找到可自动检查的练习：笔记本中既没有检查单元格，也没有 gradbook 元数据"},
     "not_defined": {
         "en": "`{name}` is not defined: the notebook never defines the answer function "
               "(deleted or renamed, or its cell raised before the definition)",
-        "zh": "`{name}` 未定义：notebook 中没有定义这个答案函数（被删除或改名，或者它所在的单元格在定义之前就出错了）"},
+        "zh": "`{name}` 未定义：笔记本中没有定义这个答案函数（被删除或改名，或者它所在的单元格在定义之前就出错了）"},
     "not_defined_timeout": {
         "en": "`{name}` is not defined: the notebook ran out of time ({seconds} s) in cell {cell}, before defining it",
-        "zh": "`{name}` 未定义：notebook 在第 {cell} 个单元格处超时（{seconds} 秒），还没有运行到定义它的地方"},
+        "zh": "`{name}` 未定义：笔记本在第 {cell} 个单元格处超时（{seconds} 秒），还没有运行到定义它的地方"},
     "check_timeout": {
         "en": "the check of `{name}` did not finish within {seconds} s: does it loop forever?",
         "zh": "对 `{name}` 的检查没有在 {seconds} 秒内结束：它是否陷入了死循环？"},
@@ -131,7 +136,7 @@ MESSAGES = {
     "deleted_graded": {"en": "graded `{name}` anyway: {message}", "zh": "仍然对 `{name}` 进行了评分：{message}"},
     "kernel_died": {
         "en": "the kernel died {where}: the notebook's code may have exited or used too much memory",
-        "zh": "内核在{where}退出了：notebook 的代码可能调用了退出，或者占用了过多内存"},
+        "zh": "内核在{where}意外终止：笔记本的代码可能调用了退出，或者占用了过多内存"},
     "in_cell": {"en": "in cell {cell}", "zh": "第 {cell} 个单元格运行时"},
     "in_check": {"en": "during the check", "zh": "检查过程中"},
     "watchdog": {
@@ -139,14 +144,14 @@ MESSAGES = {
         "zh": "评分在 {seconds} 秒后被终止：内核没有响应，已被强制结束"},
     "no_result": {
         "en": "the grader got no result for this exercise (did the notebook replace print, sys.stdout or gradlib?)",
-        "zh": "评分程序没有得到这道练习的结果（notebook 是否替换了 print、sys.stdout 或 gradlib？）"},
+        "zh": "评分程序没有得到这道练习的结果（笔记本是否替换了 print、sys.stdout 或 gradlib？）"},
     "grader_error": {"en": "the grader failed: {error}", "zh": "评分程序出错：{error}"},
     "cell_raised": {"en": "cell {cell} ({line}) raised {error}", "zh": "第 {cell} 个单元格（{line}）抛出 {error}"},
     "more_errors": {"en": "{count} more cells raised", "zh": "另有 {count} 个单元格抛出异常"},
     "cell_timeout": {
         "en": "cell {cell} ({line}) was stopped after the notebook's {seconds} s; "
               "{skipped} later code cells were not run",
-        "zh": "第 {cell} 个单元格（{line}）在 notebook 用完 {seconds} 秒后被中止；之后的 {skipped} 个代码单元格没有运行"},
+        "zh": "第 {cell} 个单元格（{line}）在笔记本用完 {seconds} 秒后被中止；之后的 {skipped} 个代码单元格没有运行"},
 }
 
 
@@ -448,22 +453,22 @@ def _row(file: str, lang: str, **values) -> Dict[str, Any]:
     return row
 
 
-def _read(path: Path):
-    """The notebook at ``path``, or a string saying why it is not one."""
+def _read(path: Path, lang: str = "en"):
+    """The notebook at ``path``, or a string saying (in ``lang``) why it is not one."""
     import nbformat
 
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        return "not UTF-8 text"
+        return _msg("not_utf8", lang)
     except OSError as err:
-        return f"cannot read it ({err.strerror or err})"
+        return _msg("unreadable", lang, error=err.strerror or err)
     try:
         raw = json.loads(text)
     except ValueError as err:
-        return f"not valid JSON ({err})"
+        return _msg("not_json", lang, error=err)
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        return "no list of cells"
+        return _msg("no_cells", lang)
     try:
         with warnings.catch_warnings():  # e.g. cells without ids: nbformat adds them
             warnings.simplefilter("ignore")
@@ -472,7 +477,7 @@ def _read(path: Path):
         return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
     for cell in nb.cells:
         if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
-            return "a cell without a type or source"
+            return _msg("bad_cell", lang)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     return nb
@@ -489,7 +494,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
     fallback = lang if lang in LANGUAGES else "en"
     if not path.is_file():
         return [_row(file, fallback, status="file-not-found", feedback=_msg("file_not_found", fallback))]
-    nb = _read(path)
+    nb = _read(path, fallback)
     if isinstance(nb, str):
         return [_row(file, fallback, status="invalid-notebook", feedback=_msg("invalid", fallback, error=nb))]
 

@@ -255,6 +255,7 @@ def test_a_notebook_without_exercises_gets_one_row(tmp_path):
     path = write(nb, tmp_path / "empty.ipynb")
     rows = grade.grade([path], lang="zh")
     assert [(r["status"], r["lang"], r["exercise"]) for r in rows] == [("no-exercises", "zh", "")]
+    assert rows[0]["feedback"].startswith("没有找到可自动检查的练习：笔记本中既没有检查单元格")
 
 
 @pytest.mark.parametrize("argv", [[], ["a.ipynb"], ["a.ipynb", "--out", "g.csv", "--timeout", "0"],
@@ -283,3 +284,5 @@ def test_grade_works_inside_a_running_event_loop(tmp_path):
 
     rows = asyncio.run(in_a_notebook_cell())
     assert [(r["status"], r["passed"]) for r in rows] == [("invalid-notebook", 0)]
+    zh = grade.grade([broken], lang="zh")  # the reason is in the asked language too
+    assert zh[0]["feedback"].startswith("不是有效的笔记本：不是合法的 JSON（")

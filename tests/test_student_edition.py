@@ -113,6 +113,7 @@ def test_header_lists_the_exercises(md, editions):
         assert "Do not delete the check cells" in header.source and "Run all" in header.source
     else:
         assert "不要删除检查单元格" in header.source and "全部运行" in header.source
+        assert "运行 → 运行所有单元格" in header.source and "notebook" not in header.source  # 笔记本
     written = re.findall(rf":label: {lang}-(ch\d\d-ex\d+)\n", md.read_text(encoding="utf-8"))
     for exercise in set(written) - set(ids):
         assert exercise in header.source  # the exercises answered in prose are listed too

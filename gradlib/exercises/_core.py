@@ -126,11 +126,15 @@ class _Timeout(BaseException):
 PROPAGATE = (KeyboardInterrupt, SystemExit, _Timeout)
 
 
-def describe(err: BaseException) -> str:
+NO_MESSAGE = {"en": "(no message)", "zh": "（无信息）"}
+
+
+def describe(err: BaseException, lang: str = "en") -> str:
     """The first line of an exception's message, at most 200 characters.
 
     ``str(err)`` runs the reader's code when the exception is the reader's
-    own class; a ``__str__`` that raises gives "(no message)".
+    own class; an empty message, or a ``__str__`` that raises, gives "(no
+    message)" ("（无信息）" with ``lang="zh"``).
     """
     try:
         text = str(err).strip()
@@ -141,13 +145,13 @@ def describe(err: BaseException) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and lines[0] == "in user code:":  # an error inside a tf.function: the cause comes last
         lines = lines[-1:]
-    return lines[0][:200] if lines else "(no message)"
+    return lines[0][:200] if lines else NO_MESSAGE.get(lang, NO_MESSAGE["en"])
 
 
 def raised(err: BaseException, lang: str, where: str = "") -> "Mismatch":
     """The "your code raised X: detail" Mismatch for an exception of the reader's code."""
     return Mismatch(message(COMMON, "raised", lang, where=where, error=type(err).__name__,
-                            detail=describe(err)))
+                            detail=describe(err, lang)))
 
 
 def call(fn: Callable, *args, lang: str, where: str = "") -> Any:
@@ -431,7 +435,8 @@ def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optio
             raise
         except BaseException as err:  # a reader's object can break a check in unforeseen ways
             key = "check_failed" if _raised_by_check(err, check) else "raised"
-            return False, message(COMMON, key, lang, where="", error=type(err).__name__, detail=describe(err))
+            return False, message(COMMON, key, lang, where="", error=type(err).__name__,
+                                  detail=describe(err, lang))
         return True, detail or message(COMMON, "passed", lang)
 
     deadline = _Deadline(timeout)
@@ -441,7 +446,7 @@ def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optio
     except _Timeout as err:
         if not deadline.fired:  # the reader's code raised gradlib's private exception itself
             passed, text = False, message(COMMON, "raised", lang, where="", error=type(err).__name__,
-                                          detail=describe(err))
+                                          detail=describe(err, lang))
     if deadline.fired:  # also when the reader's code caught the time-out and returned
         passed, text = False, message(COMMON, "timeout", lang, seconds=_seconds(timeout))
     return Feedback(exercise_id, passed, text, lang)
