@@ -131,3 +131,13 @@ def test_glue_shows_nothing_in_a_live_kernel(monkeypatch):
 def test_glue_bad_input(name, value, error, message):
     with pytest.raises(error, match=message):
         gradlib.glue(name, value)
+
+
+def test_a_number_at_the_end_of_a_sentence_is_found(tmp_path):
+    assert numbers(chapter(tmp_path, "The gain is 0.247. The loss is 1.5.")) == ["0.247", "1.5"]
+
+
+def test_fenced_code_blocks_are_code_and_directives_are_prose(tmp_path):
+    path = chapter(tmp_path, "```bash\npip install x==2.5.1  # 0.33\n```\n\n```{exercise}\n:label: en-ch01-ex1\n\n"
+                             "Show that 1.79 holds.\n```\n\n```python\ny = 0.77\n```\n\nAnd 0.91 too.")
+    assert numbers(path) == ["1.79", "0.91"]

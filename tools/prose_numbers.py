@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Mapping, Optional, Set
 
-CODE_CELL = re.compile(r"^(`{3,})\{code-cell\}")
+# A code cell, or a fenced block with a language (```bash); a bare ``` closes a directive.
+CODE_CELL = re.compile(r"^(`{3,}|~{3,})(?:\{code-cell\}|(?!\{)[^`\s][^`]*$)")
 FENCE_END = re.compile(r"^(`{3,})\s*$")
 ROLE = re.compile(r"\{[\w:-]+\}`[^`]*`")
 CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+\1")
@@ -47,7 +48,7 @@ PRODUCT_VERSION = re.compile(
     r"Jupyter Book|myst-nb|Sphinx|Chromium|ipywidgets|version|versions|release|releases|v)\s*"
     r"(?:\d+(?:\.\d+|\.x)+)(?:\s*(?:–|-|to|and|或|与|和)\s*\d+(?:\.\d+|\.x)+)*", re.IGNORECASE)
 SECTION = re.compile(r"§\s*\d+(?:\.\d+)*|arXiv:\s*\d+\.\d+|\b\d+\(\d+\)")
-NUMBER = re.compile(r"(?<![\w.])([-+−]?\d+\.\d+)(?![\w.])")
+NUMBER = re.compile(r"(?<![\w.])([-+−]?\d+\.\d+)(?!\w|\.\d)")  # "is 0.247." ends a sentence
 LABEL_LINE = re.compile(r"^\s*\([\w-]+\)=\s*$|^\s*:\w[\w-]*:|^\s*<!--.*-->\s*$")
 DECLARED = re.compile(r"^<!--\s*typed:\s*([-+−]?\d+\.\d+)\s*(?:—|–|-|:)\s*(\S.*?)\s*-->$")
 
