@@ -30,9 +30,9 @@ def float_tensor(x: Any, name: str = "x") -> tf.Tensor:
         dtype = x.dtype
     if not dtype.is_floating:
         raise TypeError(
-            f"`{name}` has dtype {dtype.name}, but gradients flow only through "
-            f"floating dtypes (float16/bfloat16/float32/float64); cast it first, "
-            f"e.g. tf.cast({name}, tf.float32)."
+            f"`{name}` has dtype {dtype.name}, but gradlib's ops need a floating dtype "
+            f"(float16/bfloat16/float32/float64; TensorFlow sends no gradient through integer "
+            f"tensors); cast it first, e.g. tf.cast({name}, tf.float32)."
         )
     return x
 

@@ -65,7 +65,8 @@ def straight_through(
 
     Raises:
         TypeError: if ``forward``/``backward`` are not callable, or ``x`` is
-            not floating (gradients only flow through floating dtypes).
+            not floating (integer tensors get no gradient; complex ones are
+            not supported here).
         ValueError: if ``f(x)`` and ``g(x)`` have different static shapes.
     """
     callable_arg(forward, "forward")

@@ -8,7 +8,7 @@ never an error from deep inside NumPy or TensorFlow.
 
 Not in the table: the names that take no input to get wrong
 (``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``,
-``dann.DEFAULTS``, ``experiments.KINDS``), the result and exception classes
+``dann.DEFAULTS``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
 ``GradientCheck``, ``GradientError`` and ``exercises.Feedback``, and
 ``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
 keeps this list honest.
@@ -267,6 +267,12 @@ CASES = {
                                                     ValueError, r"`learning_rate` must be a finite real number"),
     "moons_experiment: unknown optimizer": (dann.moons_experiment, ("dann",), {"optimizer": "rmsprop"}, ValueError,
                                             r"`optimizer` must be one of \('adam', 'gd', 'sgd'\)"),
+    "choose_learning_rate: no rates": (dann.choose_learning_rate, ("dann", []), {}, ValueError,
+                                       r"`rates` must hold at least one learning rate"),
+    "choose_learning_rate: a negative rate": (dann.choose_learning_rate, ("dann", [0.1, -1.0]), {}, ValueError,
+                                              r"`rates` must be a positive number"),
+    "choose_learning_rate: learning_rate too": (dann.choose_learning_rate, ("dann", [0.1]), {"learning_rate": 0.1},
+                                                ValueError, r"`learning_rate` is what this function chooses"),
     "moons_experiments: seeds repeat": (dann.moons_experiments, ("dann", [1, 1]), {"steps": 1}, ValueError,
                                         r"`seeds` must not repeat a seed"),
     "moons_experiments: seeds is a number": (dann.moons_experiments, ("dann", 3), {"steps": 1}, ValueError,
@@ -348,7 +354,7 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
 NOT_IN_TABLE = {"captured_tf_warnings", "SIGN_SURROGATES", "benchmarks.LATEST", "GradientCheck", "GradientError",
-                "dann.DEFAULTS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
+                "dann.DEFAULTS", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 
 def public_names():

@@ -125,7 +125,7 @@ def test_result_structure(runs):
     result = runs["dann"][0]
     assert 0 <= result["domain_accuracy"] <= 1 and result["adversary_active_units"] is None  # logistic adversary
     assert runs["source_only"][0]["domain_accuracy"] is None
-    assert set(result["invariance"]) == {"accuracy", "pad"}
+    assert set(result["invariance"]) == set(result["input_invariance"]) == {"accuracy", "pad"}
     xs, ys = result["source"]
     xt, yt = result["target"]
     assert xs.shape == xt.shape == (300, 2) and ys.shape == yt.shape == (300,)
@@ -180,3 +180,30 @@ def test_bad_options(method, options, message):
 def test_bad_seeds(seeds, message):
     with pytest.raises(ValueError, match=message):
         dann.moons_experiments("dann", seeds, steps=1)
+
+
+# -- choosing the learning rate without target labels ---------------------------------
+
+def test_choose_learning_rate_takes_the_lowest_source_validation_loss_and_ignores_the_target(monkeypatch):
+    # A fake experiment in which the target accuracy prefers one rate and the
+    # source validation loss another: the choice must follow the source.
+    calls = []
+
+    def fake(method, seeds, learning_rate, **options):
+        calls.append((method, tuple(seeds), learning_rate, options))
+        loss = {0.01: 0.3, 0.1: 0.1, 1.0: 0.2}[learning_rate]
+        return [{"source_validation_loss": loss + 0.01 * s, "source_validation_accuracy": 1 - loss,
+                 "target_test_accuracy": learning_rate, "target_accuracy": learning_rate} for s in seeds]
+
+    monkeypatch.setattr(dann, "moons_experiments", fake)
+    result = dann.choose_learning_rate("dann", [0.01, 0.1, 1.0], optimizer="gd")
+    assert result["best"] == 0.1
+    assert result["loss"][0.1] == pytest.approx(0.1 + 0.01 * np.mean(dann.SELECTION_SEEDS))
+    assert {c[1] for c in calls} == {dann.SELECTION_SEEDS} and all(c[3] == {"optimizer": "gd"} for c in calls)
+    assert not set(dann.SELECTION_SEEDS) & set(range(20))  # kept apart from the seeds a chapter reports
+
+
+def test_choose_learning_rate_on_real_runs():
+    result = dann.choose_learning_rate("source_only", [0.003, 0.03], seeds=[100, 101], steps=300)
+    assert result["best"] == min(result["loss"], key=result["loss"].get)
+    assert set(result["accuracy"]) == {0.003, 0.03}
