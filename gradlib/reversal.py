@@ -61,6 +61,11 @@ class GradientReversal(tf.keras.layers.Layer):
     schedule sets it with ``layer.lam.assign(value)``, which a compiled
     ``train_step`` sees without retracing.
 
+    ``get_config()`` records the *initial* :math:`\lambda` (the constructor
+    argument), as Keras configs do; the current value is a weight, saved and
+    restored with the other weights (``model.save``/``load_model``,
+    ``get_weights``).
+
     Raises:
         TypeError: ``lam`` is not a real number (when the layer is made), or
             the layer's ``inputs`` are not floating (when it is called).
