@@ -1,19 +1,31 @@
 """Checks for chapter 3: RegisterGradient and gradient_override_map.
 
-``ch03-ex1``: the reader writes ``clipped_sign_grad(op, grad)``, the BinaryNet
-gradient of ``Sign`` (``grad`` where :math:`|x| \\le 1`, 0 elsewhere).  The
-check registers it through :func:`gradlib.register_gradient` (so re-running
-the exercise cell is safe), maps ``Sign`` to it with
-``gradient_override_map`` in a fresh TF1 graph and compares what
-``tf.gradients`` returns with the closed form, first with a unit upstream
-gradient, then with random upstream gradients.
+``ch03-ex1``: the reader writes ``clip_grad(op, *grads)``, the gradient
+function of an ``IdentityN`` op built as ``y, _ = IdentityN([x, c])``: the
+forward value is :math:`x`, the backward value is the upstream gradient
+clipped to :math:`[-c, c]`, with the threshold :math:`c` read from the op
+(``op.inputs[1]``), a placeholder fed per run.  One registration serves every
+:math:`c`.  The check registers the answer through
+:func:`gradlib.register_gradient` (so re-running the exercise cell is safe),
+builds that graph once and feeds :math:`c = 0.5, 1, 2`; the reference is
+``np.clip(upstream, -c, c)``.
 
-``ch03-ex2``: the reader writes ``naive_xnor_grad(x, w)`` in NumPy, the
-gradient of :math:`L = \\sum_i w_i\\, \\mathrm{sign}(x_i)\\, E` with
-:math:`E = \\mathrm{mean}|x|` when ``Sign`` is overridden by ``Identity``
-and :math:`E` is *not* stopped.  The reference is what TensorFlow computes
-for that graph.
+``ch03-ex2``: find the bugs.  The reader writes ``binarize(x)``, forward
+``tf.sign(x)`` with BinaryNet's gradient (the upstream gradient where
+:math:`|x| \\le 1`, 0 elsewhere), fixing a colleague's version that has three
+silent bugs (a misspelled op type in the map, the map entered on a graph
+fetched once at the top, a mask computed from ``op.outputs[0]``).  The check
+calls the answer inside a fresh TF1 graph and differentiates with
+``tf.gradients``; while the answer runs it records which graph each
+``gradient_override_map`` was entered on and with which keys, so that it can
+say which bug is left.
 """
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Any, List, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -22,225 +34,429 @@ from ..graph import register_gradient, run_graph
 from ._core import (COMMON, Mismatch, as_array, call, describe, exercise, fmt, kink_and_random_points,
                     message)
 
-# -- ch03-ex1: the clipped Sign gradient -------------------------------------
 
-ANSWER_NAME = "GradbookCh03Ex1Answer"  # a gradient name no one else uses
-CLIP = 1.0
+def _kind(value: Any) -> str:
+    kind = type(value)
+    return f"Python {kind.__name__}" if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a reader's __repr__ may raise
+        text = "?"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# -- ch03-ex1: a gradient clip whose threshold is fed per run ------------------------
+
+ANSWER_NAME_EX1 = "GradbookCh03Ex1Answer"  # a gradient name no one else uses
+THRESHOLDS = (0.5, 1.0, 2.0)
+# Upstream gradients on both sides of every threshold, exact thresholds included.
+UPSTREAM_EX1 = np.concatenate([
+    np.array([0.25, -0.25, 0.5, -0.5, 0.75, -1.0, 1.0, 1.5, -1.5, 2.0, -2.0, 3.0, -3.0], np.float32),
+    np.random.default_rng(5).uniform(-3.0, 3.0, 11).astype(np.float32)])
+# The forward input: values that differ from the upstream gradient everywhere,
+# so that an answer which clips x instead of the gradient is recognised.
+X_EX1 = np.random.default_rng(6).uniform(-2.5, 2.5, UPSTREAM_EX1.size).astype(np.float32)
 
 MESSAGES_EX1 = {
-    "none": {
-        "en": "your gradient function returned None, so tf.gradients treats x as unconnected and "
-              "returns None; return grad where |x| ≤ 1 and 0 elsewhere.",
-        "zh": "你的梯度函数返回了 None，tf.gradients 因此认为 x 未连接并返回 None；"
-              "请在 |x| ≤ 1 处返回 grad，其余位置返回 0。",
+    "signature": {
+        "en": "IdentityN has two outputs (y and c), so TensorFlow calls your gradient function with two "
+              "upstream gradients: write def clip_grad(op, grad_y, grad_c) or def clip_grad(op, *grads).",
+        "zh": "IdentityN 有两个输出（y 和 c），所以 TensorFlow 调用你的梯度函数时会传入两个上游梯度："
+              "请写成 def clip_grad(op, grad_y, grad_c) 或 def clip_grad(op, *grads)。",
     },
-    "not_tensor": {
-        "en": "your gradient function returned a {kind} ({value}), not a tensor; tf.gradients then fails "
-              "with AttributeError: {error}. Return a tensor, e.g. tf.zeros_like(grad) instead of 0.",
-        "zh": "你的梯度函数返回了 {kind}（{value}），而不是张量；tf.gradients 会因此报错 "
-              "AttributeError: {error}。请返回张量，例如用 tf.zeros_like(grad) 代替 0。",
+    "none": {
+        "en": "your gradient function returned None; return a list of two values: the clipped gradient "
+              "for x and None for c.",
+        "zh": "你的梯度函数返回了 None；请返回含两个值的列表：x 的梯度（截断后的上游梯度），以及 c 的梯度 None。",
+    },
+    "one": {
+        "en": "your gradient function returned one tensor; IdentityN has two inputs (x and c), so return "
+              "two values: [the clipped gradient for x, None for c].",
+        "zh": "你的梯度函数只返回了一个张量；IdentityN 有两个输入（x 和 c），所以要返回两个值："
+              "[x 的截断后梯度, c 的梯度 None]。",
     },
     "count": {
-        "en": "your gradient function returned {n} values; Sign has one input (op.inputs[0]), "
-              "so return one tensor.",
-        "zh": "你的梯度函数返回了 {n} 个值；Sign 只有一个输入（op.inputs[0]），所以只应返回一个张量。",
+        "en": "your gradient function returned {n} values; IdentityN here has two inputs (x and c), so "
+              "return two: [the clipped gradient for x, None for c].",
+        "zh": "你的梯度函数返回了 {n} 个值；这里的 IdentityN 有两个输入（x 和 c），所以应返回两个值："
+              "[x 的截断后梯度, c 的梯度 None]。",
     },
+    "first_none": {
+        "en": "the gradient you returned for x is None, so no gradient reaches x; return the clipped "
+              "upstream gradient.",
+        "zh": "你为 x 返回的梯度是 None，于是没有梯度到达 x；请返回截断后的上游梯度。",
+    },
+    "not_tensor": {
+        "en": "the {which} value you returned is a {kind} ({value}), not a tensor (or None); tf.gradients "
+              "needs tensors, e.g. tf.clip_by_value(grad_y, -c, c).",
+        "zh": "你返回的第 {which} 个值是 {kind}（{value}），不是张量（也不是 None）；tf.gradients 需要张量，"
+              "例如 tf.clip_by_value(grad_y, -c, c)。",
+    },
+    "first": {"en": "first", "zh": "1"},
+    "second": {"en": "second", "zh": "2"},
     "shape": {
-        "en": "your gradient has shape {got}; expected {expected}, the shape of x (and of grad).",
-        "zh": "你的梯度形状为 {got}，应为 {expected}，即 x（也是 grad）的形状。",
+        "en": "your gradient for x has shape {got}; expected {expected}, the shape of x (and of grad_y).",
+        "zh": "你为 x 返回的梯度形状为 {got}，应为 {expected}，即 x（也是 grad_y）的形状。",
     },
     "tf_error": {
         "en": "tf.gradients failed with your gradient function: {error}: {detail}",
         "zh": "使用你的梯度函数时 tf.gradients 出错：{error}：{detail}",
     },
-    "inside": {"en": "|x| ≤ 1", "zh": "|x| ≤ 1"},
-    "outside": {"en": "|x| > 1", "zh": "|x| > 1"},
-    "wrong": {
-        "en": "at x = {x} your gradient is {got}; expected {expected} because {reason}.",
-        "zh": "在 x = {x} 处你的梯度为 {got}，应为 {expected}，因为 {reason}。",
+    "no_clip": {
+        "en": "your gradient is the upstream gradient unchanged (for c = {c} it is {got} where {expected} "
+              "was expected): clip it to [-c, c].",
+        "zh": "你的梯度就是原样的上游梯度（c = {c} 时为 {got}，应为 {expected}）：请把它截断到 [-c, c]。",
     },
-    "upstream": {
-        "en": "with the upstream gradient grad = {g} at x = {x} your gradient is {got}; expected {expected} "
-              "(grad where |x| ≤ 1, 0 elsewhere): pass the upstream gradient through, do not replace "
-              "it by a constant.",
-        "zh": "当上游梯度 grad = {g} 时，在 x = {x} 处你的梯度为 {got}，应为 {expected}"
-              "（|x| ≤ 1 处为 grad，其余为 0）：请让上游梯度通过，而不是用常数代替它。",
+    "fixed": {
+        "en": "your gradient is the same for c = {c1} and for c = {c2}: the threshold must come from the op, "
+              "op.inputs[1] (the placeholder fed on each run), not from a Python number fixed when the "
+              "function was written.",
+        "zh": "c = {c1} 与 c = {c2} 时你的梯度完全相同：阈值必须从算子中读取，即 op.inputs[1]"
+              "（每次运行时喂入的占位符），而不是写函数时就固定下来的 Python 数。",
+    },
+    "input": {
+        "en": "your gradient is computed from x = op.inputs[0] (for c = {c}: {got}); clip the upstream "
+              "gradient grad_y instead: the forward value x is not what flows backward.",
+        "zh": "你的梯度是由 x = op.inputs[0] 算出的（c = {c} 时为 {got}）；应截断的是上游梯度 grad_y："
+              "反向传播的不是前向值 x。",
+    },
+    "scaled": {
+        "en": "your gradient is the upstream gradient multiplied by {sign}c, as in the chapter's reversal; "
+              "here c is a bound: clip to [-c, c] instead of multiplying.",
+        "zh": "你的梯度是上游梯度乘以 {sign}c，就像本章的梯度反转那样；这里的 c 是一个界：应截断到 [-c, c]，"
+              "而不是相乘。",
+    },
+    "one_sided": {
+        "en": "with c = {c} an upstream gradient of {g} becomes {got}; expected {expected}: clip both sides, "
+              "tf.clip_by_value(grad_y, -c, c), not only tf.minimum or tf.maximum.",
+        "zh": "c = {c} 时，上游梯度 {g} 变成了 {got}，应为 {expected}：要两侧都截断，"
+              "即 tf.clip_by_value(grad_y, -c, c)，而不只是 tf.minimum 或 tf.maximum。",
+    },
+    "wrong": {
+        "en": "with c = {c} an upstream gradient of {g} becomes {got}; expected {expected} "
+              "(the upstream gradient clipped to [-c, c]).",
+        "zh": "c = {c} 时，上游梯度 {g} 变成了 {got}，应为 {expected}（即截断到 [-c, c] 的上游梯度）。",
     },
     "passed": {
-        "en": "correct at {n} points, including the kinks 0 and ±1, with unit and with random "
-              "upstream gradients.",
-        "zh": "在 {n} 个点上都正确（包括不可导点 0 与 ±1），上游梯度为 1 或随机值时均正确。",
+        "en": "correct: one registration, and the gradient is clipped to [-c, c] for every fed c "
+              "({cs}), on {n} upstream values including ±c themselves.",
+        "zh": "正确：只注册一次，对每个喂入的 c（{cs}），梯度都被截断到 [-c, c]；"
+              "共 {n} 个上游梯度值，包括恰好等于 ±c 的值。",
     },
 }
 
-POINTS_EX1 = kink_and_random_points([0.0, 1.0, -1.0, 1.5, -1.5, 0.5, -0.5], count=24, seed=3)
+
+def _binds(fn, count: int) -> bool:
+    """True when ``fn`` accepts ``count`` positional arguments (unknown: True)."""
+    try:
+        signature = inspect.signature(fn)
+    except Exception:  # builtins, objects whose signature cannot be read
+        return True
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return False
+    return True
 
 
-def _expected_ex1(x, upstream):
-    return np.where(np.abs(x) <= CLIP, upstream, 0.0).astype(np.float32)
-
-
-def _validate_direct(result, x, lang):
+def _validate_ex1(result, lang):
     """Look at what the gradient function itself returned, before TensorFlow does."""
-    if isinstance(result, (list, tuple)):
-        if len(result) != 1:
-            raise Mismatch(message(MESSAGES_EX1, "count", lang, n=len(result)))
-        result = result[0]
     if result is None:
         raise Mismatch(message(MESSAGES_EX1, "none", lang))
-    if not isinstance(result, tf.Tensor):
-        try:
-            result.name  # tf.gradients reads the name of every returned gradient (for its log)
-        except AttributeError as err:
-            error = describe(err)
-        else:  # something with a name that is still not a tensor
-            raise Mismatch(message(COMMON, "not_numeric", lang, where="", kind=type(result).__name__))
-        kind = type(result)
-        kind = f"Python {kind.__name__}" if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-        value = repr(result)
-        value = value if len(value) <= 40 else value[:37] + "..."
-        raise Mismatch(message(MESSAGES_EX1, "not_tensor", lang, kind=kind, value=value, error=error))
-    if not result.dtype.is_floating:
+    if isinstance(result, tf.Tensor):
+        raise Mismatch(message(MESSAGES_EX1, "one", lang))
+    if not isinstance(result, (list, tuple)):
+        raise Mismatch(message(MESSAGES_EX1, "not_tensor", lang, which=message(MESSAGES_EX1, "first", lang),
+                               kind=_kind(result), value=_short(result)))
+    if len(result) != 2:
+        raise Mismatch(message(MESSAGES_EX1, "count", lang, n=len(result)))
+    first, second = result
+    if first is None:
+        raise Mismatch(message(MESSAGES_EX1, "first_none", lang))
+    for which, value, allow_none in (("first", first, False), ("second", second, True)):
+        if value is None and allow_none:
+            continue
+        if not isinstance(value, tf.Tensor):
+            raise Mismatch(message(MESSAGES_EX1, "not_tensor", lang, which=message(MESSAGES_EX1, which, lang),
+                                   kind=_kind(value), value=_short(value)))
+    if not first.dtype.is_floating:
         raise Mismatch(message(COMMON, "dtype", lang, where="", what=message(COMMON, "gradient", lang),
-                               got=result.dtype.name, expected="float32"))
-    shape = result.shape
-    if shape.rank is not None and shape.as_list() != list(x.shape):
-        raise Mismatch(message(MESSAGES_EX1, "shape", lang, got=shape.as_list(), expected=list(x.shape)))
+                               got=first.dtype.name, expected="float32"))
+    shape = first.shape
+    if shape.rank is not None and shape.as_list() != list(UPSTREAM_EX1.shape):
+        raise Mismatch(message(MESSAGES_EX1, "shape", lang, got=shape.as_list(), expected=list(UPSTREAM_EX1.shape)))
 
 
-@exercise("ch03-ex1", MESSAGES_EX1, answer="clipped_sign_grad")
-def check_clipped_sign_grad(answer, lang):
-    register_gradient(ANSWER_NAME)(answer)  # re-registering replaces the previous answer
-    x_np = POINTS_EX1
-    rng = np.random.default_rng(7)
-    upstream_np = (rng.uniform(0.5, 2.5, x_np.size) * rng.choice([-1.0, 1.0], x_np.size)).astype(np.float32)
+def _close(a, b) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-5, atol=1e-6))
+
+
+def _diagnose_ex1(got: List[np.ndarray], lang: str) -> None:
+    """Name the mistake behind wrong gradients (one array per threshold)."""
+    up, x = UPSTREAM_EX1, X_EX1
+    expected = [np.clip(up, -c, c) for c in THRESHOLDS]
+    bad = [k for k in range(len(THRESHOLDS)) if not _close(got[k], expected[k])]
+    if not bad:
+        return
+    k = bad[0]
+    c = THRESHOLDS[k]
+    i = int(np.flatnonzero(~np.isclose(got[k], expected[k], rtol=1e-5, atol=1e-6))[0])
+    values = dict(c=fmt(c), g=fmt(up[i]), got=fmt(got[k][i]), expected=fmt(expected[k][i]))
+    if all(_close(g, up) for g in got):
+        raise Mismatch(message(MESSAGES_EX1, "no_clip", lang, **values))
+    if all(_close(g, np.clip(x, -c_, c_)) or _close(g, x) for g, c_ in zip(got, THRESHOLDS)):
+        raise Mismatch(message(MESSAGES_EX1, "input", lang, c=fmt(c), got=fmt(got[k])))
+    for sign in (1.0, -1.0):
+        if all(_close(g, sign * c_ * up) for g, c_ in zip(got, THRESHOLDS)):
+            raise Mismatch(message(MESSAGES_EX1, "scaled", lang, sign="" if sign > 0 else "-"))
+    if _close(got[0], got[-1]):
+        raise Mismatch(message(MESSAGES_EX1, "fixed", lang, c1=fmt(THRESHOLDS[0]), c2=fmt(THRESHOLDS[-1])))
+    if all(_close(g, np.minimum(up, c_)) or _close(g, np.maximum(up, -c_)) for g, c_ in zip(got, THRESHOLDS)):
+        raise Mismatch(message(MESSAGES_EX1, "one_sided", lang, **values))
+    raise Mismatch(message(MESSAGES_EX1, "wrong", lang, **values))
+
+
+@exercise("ch03-ex1", MESSAGES_EX1, answer="clip_grad")
+def check_clip_grad(answer, lang):
+    if not _binds(answer, 3) and _binds(answer, 2):
+        raise Mismatch(message(MESSAGES_EX1, "signature", lang))
+    register_gradient(ANSWER_NAME_EX1)(answer)  # re-registering replaces the previous answer
 
     def build():
-        x = tf.constant(x_np)
+        c = tf.compat.v1.placeholder(tf.float32, [], name="c")
+        x = tf.constant(X_EX1)
         graph = tf.compat.v1.get_default_graph()
-        with graph.gradient_override_map({"Sign": ANSWER_NAME}):
-            y = tf.sign(x)
-        ones, upstream = tf.ones_like(x), tf.constant(upstream_np)
-        _validate_direct(call(answer, y.op, upstream, lang=lang), x_np, lang)
+        with graph.gradient_override_map({"IdentityN": ANSWER_NAME_EX1}):
+            y, _ = tf.raw_ops.IdentityN(input=[x, c])
+        upstream = tf.constant(UPSTREAM_EX1)
+        _validate_ex1(call(answer, y.op, upstream, tf.zeros_like(c), lang=lang), lang)
         try:
-            unit = tf.gradients(y, x, grad_ys=ones)[0]
-            weighted = tf.gradients(y, x, grad_ys=upstream)[0]
-        except Exception as err:  # e.g. a gradient whose shape only fails inside TensorFlow
+            return tf.gradients(y, x, grad_ys=upstream)[0]
+        except Exception as err:  # e.g. a later call of the answer that fails inside TensorFlow
             raise Mismatch(message(MESSAGES_EX1, "tf_error", lang, error=type(err).__name__,
                                    detail=describe(err))) from None
-        return unit, weighted
 
     try:
-        unit, weighted = run_graph(build)
+        results = run_graph(build, feed=[{"c": c} for c in THRESHOLDS])
     except Mismatch:
         raise
     except Exception as err:  # raised while the session ran the reader's ops
         raise Mismatch(message(MESSAGES_EX1, "tf_error", lang, error=type(err).__name__,
                                detail=describe(err))) from None
-
-    unit = as_array(unit, lang=lang, what="gradient", shape=x_np.shape, none_key="none_gradient")
-    expected = _expected_ex1(x_np, np.ones_like(x_np))
-    bad = np.flatnonzero(~np.isclose(unit, expected, atol=1e-5))
-    if bad.size:
-        i = int(bad[0])
-        reason = message(MESSAGES_EX1, "inside" if abs(x_np[i]) <= CLIP else "outside", lang)
-        raise Mismatch(message(MESSAGES_EX1, "wrong", lang, x=fmt(x_np[i]), got=fmt(unit[i]),
-                               expected=fmt(expected[i]), reason=reason))
-
-    weighted = as_array(weighted, lang=lang, what="gradient", shape=x_np.shape, none_key="none_gradient")
-    expected = _expected_ex1(x_np, upstream_np)
-    bad = np.flatnonzero(~np.isclose(weighted, expected, atol=1e-5, rtol=1e-4))
-    if bad.size:
-        i = int(bad[0])
-        raise Mismatch(message(MESSAGES_EX1, "upstream", lang, g=fmt(upstream_np[i]), x=fmt(x_np[i]),
-                               got=fmt(weighted[i]), expected=fmt(expected[i])))
-    return message(MESSAGES_EX1, "passed", lang, n=x_np.size)
+    got = [as_array(r, lang=lang, what="gradient", shape=UPSTREAM_EX1.shape, none_key="none_gradient")
+           for r in results]
+    _diagnose_ex1(got, lang)
+    return message(MESSAGES_EX1, "passed", lang, cs=", ".join(fmt(c) for c in THRESHOLDS), n=UPSTREAM_EX1.size)
 
 
-# -- ch03-ex2: the naive XNOR gradient ---------------------------------------
+# -- ch03-ex2: find the bugs in a binarize function --------------------------------
+
+CLIP = 1.0
+POINTS_EX2 = kink_and_random_points([0.0, 1.0, -1.0, 1.5, -1.5, 0.5, -0.5, 2.5, -2.5], count=15, seed=3)
+MATRIX_EX2 = np.array([[1.0, -0.25, 2.0, 0.0], [-1.0, 1.25, -3.0, 0.75], [0.5, -1.5, 1.0, -0.5]], np.float32)
+
+
+def _upstream(shape, seed):
+    rng = np.random.default_rng(seed)
+    size = int(np.prod(shape))
+    return (rng.uniform(0.5, 2.5, size) * rng.choice([-1.0, 1.0], size)).astype(np.float32).reshape(shape)
+
+
+CASES_EX2 = [(POINTS_EX2, _upstream(POINTS_EX2.shape, 7)), (MATRIX_EX2, _upstream(MATRIX_EX2.shape, 8))]
 
 MESSAGES_EX2 = {
-    "stopped": {
-        "en": "for x = {x} and w = {w} your gradient is w·E = {got}: that is the gradient with E "
-              "stopped (tf.stop_gradient). In the naive version E = mean|x| depends on x too: add "
-              "(Σ_i w_i sign(x_i))·sign(x_j)/n; the expected gradient is {expected}.",
-        "zh": "对 x = {x}、w = {w}，你的梯度为 w·E = {got}：这是 E 被停止梯度（tf.stop_gradient）后的梯度。"
-              "在朴素版本中 E = mean|x| 同样依赖 x：还要加上 (Σ_i w_i sign(x_i))·sign(x_j)/n；"
-              "正确的梯度为 {expected}。",
+    "none": {
+        "en": "binarize returned None; return the tensor tf.sign(x), created inside the override map.",
+        "zh": "binarize 返回了 None；请返回在覆盖映射中创建的张量 tf.sign(x)。",
     },
-    "straight": {
-        "en": "for x = {x} and w = {w} your gradient is w = {got}: that is the straight-through "
-              "gradient of the final version (x / E with E stopped). The naive version scales by E "
-              "and differentiates E as well; expected {expected}.",
-        "zh": "对 x = {x}、w = {w}，你的梯度为 w = {got}：这是最终版本（x / E 且 E 被停止梯度）的直通梯度。"
-              "朴素版本会乘以 E，并且还会对 E 求导；应为 {expected}。",
+    "forward": {
+        "en": "at x = {x} binarize(x) is {got}; expected {expected}: the forward value must stay tf.sign(x) "
+              "(0 at x = 0); only the gradient changes.",
+        "zh": "在 x = {x} 处 binarize(x) 为 {got}，应为 {expected}：前向值必须仍是 tf.sign(x)"
+              "（在 x = 0 处为 0），改变的只是梯度。",
     },
-    "missing_n": {
-        "en": "for x = {x} and w = {w} your extra term is n = {n} times too large: "
-              "∂E/∂x_j = sign(x_j)/n for E = mean|x|; expected {expected}.",
-        "zh": "对 x = {x}、w = {w}，你的附加项大了 n = {n} 倍：对 E = mean|x| 有 "
-              "∂E/∂x_j = sign(x_j)/n；应为 {expected}。",
+    "not_tensor": {
+        "en": "binarize returned a {kind} ({value}), not a tensor of the graph being built; return the "
+              "tensor tf.sign(x) created inside the override map.",
+        "zh": "binarize 返回了 {kind}（{value}），而不是正在构建的计算图中的张量；请返回在覆盖映射中"
+              "创建的张量 tf.sign(x)。",
     },
+    "shape": {
+        "en": "binarize(x) has shape {got}; expected {expected}, the shape of x.",
+        "zh": "binarize(x) 的形状为 {got}，应为 {expected}，即 x 的形状。",
+    },
+    "lookup": {
+        "en": "tf.gradients raised LookupError: the map sends Sign to {names}, but no gradient is registered "
+              "under that name. The values of the map are registered names (the string given to "
+              "register_gradient), not Python function names.",
+        "zh": "tf.gradients 抛出了 LookupError：映射把 Sign 指向 {names}，但没有以这个名字注册的梯度。"
+              "映射的值是注册名（传给 register_gradient 的字符串），而不是 Python 函数名。",
+    },
+    "tf_error": {
+        "en": "tf.gradients failed on binarize(x): {error}: {detail}",
+        "zh": "对 binarize(x) 调用 tf.gradients 时出错：{error}：{detail}",
+    },
+    "no_map": {
+        "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: binarize never entered "
+              "gradient_override_map.",
+        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：binarize 从未进入 gradient_override_map。",
+    },
+    "outer_graph": {
+        "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: the map was entered on a "
+              "graph other than the one the Sign op was built in (a graph fetched once, outside binarize). "
+              "Call tf.compat.v1.get_default_graph() inside binarize.",
+        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：覆盖映射是在另一个计算图上进入的，"
+              "而不是构建 Sign 算子的那个计算图（一个在 binarize 之外只获取一次的计算图）。"
+              "请在 binarize 内部调用 tf.compat.v1.get_default_graph()。",
+    },
+    "key": {
+        "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: the keys of your map are "
+              "{keys}, and TensorFlow does not check them. A key is an op type spelled as op.type prints "
+              "it: \"Sign\".",
+        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：你的映射的键是 {keys}，而 TensorFlow "
+              "不检查键。键是算子类型，写法与 op.type 打印出的一致：\"Sign\"。",
+    },
+    "identity": {
+        "en": "at x = {x} your gradient is {got}; expected {expected} because |x| > 1: mapping Sign to "
+              "\"Identity\" passes the gradient everywhere, BinaryNet blocks it where |x| > 1.",
+        "zh": "在 x = {x} 处你的梯度为 {got}，应为 {expected}，因为 |x| > 1：把 Sign 映射到 \"Identity\" "
+              "会让梯度处处通过，而 BinaryNet 在 |x| > 1 处阻断它。",
+    },
+    "outputs": {
+        "en": "at x = {x} your gradient is {got}; expected {expected} because |x| > 1. Your mask lets the "
+              "gradient through everywhere: a mask computed from op.outputs[0], which is sign(x) and always "
+              "within [-1, 1], does that. Test the input, op.inputs[0].",
+        "zh": "在 x = {x} 处你的梯度为 {got}，应为 {expected}，因为 |x| > 1。你的掩码让梯度处处通过："
+              "用 op.outputs[0] 计算掩码就会这样，因为它是 sign(x)，总在 [-1, 1] 之内。"
+              "请检查输入 op.inputs[0]。",
+    },
+    "upstream": {
+        "en": "with the upstream gradient {g} at x = {x} your gradient is {got}; expected {expected}: "
+              "pass the upstream gradient grad through where |x| ≤ 1, do not replace it by 1.",
+        "zh": "当上游梯度为 {g} 时，在 x = {x} 处你的梯度为 {got}，应为 {expected}："
+              "在 |x| ≤ 1 处要让上游梯度 grad 原样通过，而不是用 1 代替它。",
+    },
+    "inside": {"en": "|x| ≤ 1", "zh": "|x| ≤ 1"},
+    "outside": {"en": "|x| > 1", "zh": "|x| > 1"},
     "wrong": {
-        "en": "for x = {x} and w = {w}, at index {j} your gradient is {got}; expected {expected}.",
-        "zh": "对 x = {x}、w = {w}，在下标 {j} 处你的梯度为 {got}，应为 {expected}。",
+        "en": "at x = {x} (upstream gradient {g}) your gradient is {got}; expected {expected} because {reason}.",
+        "zh": "在 x = {x} 处（上游梯度为 {g}）你的梯度为 {got}，应为 {expected}，因为 {reason}。",
     },
     "passed": {
-        "en": "correct on {n} inputs, including one where x contains 0 and one where Σ w_i sign(x_i) = 0 "
-              "(there the extra term vanishes).",
-        "zh": "在 {n} 组输入上都正确，包括 x 含 0 的情形，以及 Σ w_i sign(x_i) = 0（附加项消失）的情形。",
+        "en": "correct: forward tf.sign(x) and BinaryNet's gradient on {n} points, including 0 and ±1, "
+              "for a 1-D and a 2-D input, with random upstream gradients.",
+        "zh": "正确：在包括 0 与 ±1 在内的 {n} 个点上，对一维和二维输入、随机上游梯度，"
+              "前向都是 tf.sign(x)，梯度都是 BinaryNet 的梯度。",
     },
 }
 
 
-def _cases_ex2():
-    rng = np.random.default_rng(11)
-    x_random = rng.uniform(-2, 2, 8)
-    w_random = rng.uniform(-2, 2, 8)
-    return [
-        (np.array([0.9, -0.3, 1.6, -1.2, 0.4, -0.1]), np.array([1.0, 2.0, 0.5, -1.0, 3.0, 1.5])),
-        (x_random, w_random),
-        (np.array([0.0, 1.0, -2.0, 0.5]), np.array([1.0, 1.0, 1.0, 1.0])),  # sign(0) = 0
-        (np.array([0.7, -1.1, 0.2, -0.4]), np.array([1.0, 1.0, 1.0, 1.0])),  # Σ w_i sign(x_i) = 0
-    ]
+@contextlib.contextmanager
+def _recording_override_maps():
+    """Record ``(graph, op_type_map)`` for every ``gradient_override_map`` entered in the block."""
+    records: List[Tuple[Any, Any]] = []
+    original = tf.Graph.gradient_override_map
+
+    def recording(self, op_type_map):
+        try:
+            copied = dict(op_type_map) if isinstance(op_type_map, dict) else None
+        except Exception:
+            copied = None
+        records.append((self, copied))
+        return original(self, op_type_map)
+
+    tf.Graph.gradient_override_map = recording
+    try:
+        yield records
+    finally:
+        tf.Graph.gradient_override_map = original
 
 
-def _tensorflow_naive_xnor_grad(x_np, w_np):
-    """What TensorFlow computes: Sign overridden by Identity, E = mean|x| not stopped."""
+def _sign_targets(records, graph) -> List[str]:
+    """The names the maps entered on ``graph`` send ``Sign`` to."""
+    return [str(m["Sign"]) for g, m in records if g is graph and m and "Sign" in m]
+
+
+def _build_ex2(answer, x_np, up_np, lang):
+    """In a fresh graph: y = binarize(x) and dy/dx for the upstream gradient; the maps entered."""
+    records: List[Tuple[Any, Any]] = []
+    box = {}
+
     def build():
-        x = tf.constant(x_np, tf.float32)
         graph = tf.compat.v1.get_default_graph()
-        with graph.gradient_override_map({"Sign": "Identity"}):
-            scale = tf.reduce_mean(tf.abs(x))
-            q = tf.sign(x) * scale
-        loss = tf.reduce_sum(tf.constant(w_np, tf.float32) * q)
-        return tf.gradients(loss, x)[0]
-    return run_graph(build)
+        x = tf.constant(x_np)
+        with _recording_override_maps() as seen:
+            y = call(answer, x, lang=lang)
+        records.extend(seen)
+        if y is None:
+            raise Mismatch(message(MESSAGES_EX2, "none", lang))
+        if not isinstance(y, tf.Tensor) or getattr(y, "graph", None) is not graph:
+            raise Mismatch(message(MESSAGES_EX2, "not_tensor", lang, kind=_kind(y), value=_short(y)))
+        if y.shape.rank is not None and y.shape.as_list() != list(x_np.shape):
+            raise Mismatch(message(MESSAGES_EX2, "shape", lang, got=y.shape.as_list(), expected=list(x_np.shape)))
+        if not y.dtype.is_floating:
+            raise Mismatch(message(COMMON, "dtype", lang, where="", what=message(COMMON, "forward", lang),
+                                   got=y.dtype.name, expected="float32"))
+        box["graph"] = graph
+        try:
+            gradient = tf.gradients(y, x, grad_ys=tf.constant(up_np))[0]
+        except LookupError:
+            names = sorted(set(_sign_targets(records, graph))) or ["?"]
+            raise Mismatch(message(MESSAGES_EX2, "lookup", lang, names=", ".join(repr(n) for n in names))) from None
+        except Exception as err:
+            raise Mismatch(message(MESSAGES_EX2, "tf_error", lang, error=type(err).__name__,
+                                   detail=describe(err))) from None
+        return y, gradient
+
+    try:
+        y, gradient = run_graph(build)
+    except Mismatch:
+        raise
+    except Exception as err:  # raised while the session ran the reader's ops
+        raise Mismatch(message(MESSAGES_EX2, "tf_error", lang, error=type(err).__name__,
+                               detail=describe(err))) from None
+    return y, gradient, records, box["graph"]
 
 
-def _close(a, b):
-    return np.allclose(a, b, rtol=1e-4, atol=1e-5)
+def _diagnose_ex2(x, up, got, records, graph, lang):
+    expected = np.where(np.abs(x) <= CLIP, up, 0.0).astype(np.float32)
+    wrong = ~np.isclose(got, expected, rtol=1e-5, atol=1e-6)
+    if not wrong.any():
+        return
+    i = np.unravel_index(int(np.flatnonzero(wrong)[0]), x.shape)
+    values = dict(x=fmt(x[i]), g=fmt(up[i]), got=fmt(got[i]), expected=fmt(expected[i]))
+    if not np.any(got):  # Sign's own gradient: the override never took effect
+        if not records:
+            raise Mismatch(message(MESSAGES_EX2, "no_map", lang))
+        on_graph = [m for g, m in records if g is graph]
+        if not on_graph:
+            raise Mismatch(message(MESSAGES_EX2, "outer_graph", lang))
+        keys = sorted({str(k) for m in on_graph if m for k in m})
+        if "Sign" not in keys:
+            raise Mismatch(message(MESSAGES_EX2, "key", lang, keys=", ".join(repr(k) for k in keys) or "{}"))
+    if _close(got, up):
+        key = "identity" if "Identity" in _sign_targets(records, graph) else "outputs"
+        raise Mismatch(message(MESSAGES_EX2, key, lang, **values))
+    if _close(got, np.where(np.abs(x) <= CLIP, 1.0, 0.0)):
+        raise Mismatch(message(MESSAGES_EX2, "upstream", lang, **values))
+    reason = message(MESSAGES_EX2, "inside" if abs(x[i]) <= CLIP else "outside", lang)
+    raise Mismatch(message(MESSAGES_EX2, "wrong", lang, reason=reason, **values))
 
 
-@exercise("ch03-ex2", MESSAGES_EX2, answer="naive_xnor_grad")
-def check_naive_xnor_grad(answer, lang):
-    cases = _cases_ex2()
-    for x, w in cases:
-        where = f"x = {fmt(x)}, w = {fmt(w)}: "
-        got = as_array(call(answer, x.copy(), w.copy(), lang=lang, where=where), lang=lang,
-                       what="gradient", where=where, shape=x.shape)
-        expected = _tensorflow_naive_xnor_grad(x, w)
-        if _close(got, expected):
-            continue
-        n, scale, signs = x.size, np.mean(np.abs(x)), np.sign(x)
-        values = dict(x=fmt(x), w=fmt(w), got=fmt(got), expected=fmt(expected))
-        if _close(got, w * scale):
-            raise Mismatch(message(MESSAGES_EX2, "stopped", lang, **values))
-        if _close(got, w):
-            raise Mismatch(message(MESSAGES_EX2, "straight", lang, **values))
-        if _close(got, w * scale + np.sum(w * signs) * signs):
-            raise Mismatch(message(MESSAGES_EX2, "missing_n", lang, n=n, **values))
-        j = int(np.flatnonzero(~np.isclose(got, expected, rtol=1e-4, atol=1e-5))[0])
-        raise Mismatch(message(MESSAGES_EX2, "wrong", lang, j=j, x=fmt(x), w=fmt(w),
-                               got=fmt(got[j]), expected=fmt(expected[j])))
-    return message(MESSAGES_EX2, "passed", lang, n=len(cases))
+@exercise("ch03-ex2", MESSAGES_EX2, answer="binarize")
+def check_binarize(answer, lang):
+    for x_np, up_np in CASES_EX2:
+        y, gradient, records, graph = _build_ex2(answer, x_np, up_np, lang)
+        y = as_array(y, lang=lang, what="forward", shape=x_np.shape)
+        expected = np.sign(x_np)
+        wrong = ~np.isclose(y, expected, atol=1e-6)
+        if wrong.any():
+            i = np.unravel_index(int(np.flatnonzero(wrong)[0]), x_np.shape)
+            raise Mismatch(message(MESSAGES_EX2, "forward", lang, x=fmt(x_np[i]), got=fmt(y[i]),
+                                   expected=fmt(expected[i])))
+        gradient = as_array(gradient, lang=lang, what="gradient", shape=x_np.shape, none_key="none_gradient")
+        _diagnose_ex2(x_np, up_np, gradient, records, graph, lang)
+    return message(MESSAGES_EX2, "passed", lang, n=sum(x.size for x, _ in CASES_EX2))
