@@ -70,6 +70,42 @@ def quant_half_up(x, bits):  # rounds ties up: must pass too, the check avoids t
     return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
 
 
+@tf.custom_gradient
+def quant_round_then_clip(x, bits):  # rounds before clipping: the same values, since 0 and 1 are levels
+    levels = _levels(bits, x.dtype)
+    y = tf.clip_by_value(tf.round(x * levels) / levels, 0.0, 1.0)
+    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def quant_int_levels(x, bits):  # wrong: 2 ** bits - 1 stays an int32 tensor
+    levels = 2 ** bits - 1
+    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
+    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def quant_pow2_levels(x, bits):  # wrong: 2 ** bits steps instead of 2 ** bits - 1
+    levels = tf.cast(2 ** bits, x.dtype)
+    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
+    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def quant_no_clip(x, bits):  # wrong: rounds without clipping
+    levels = _levels(bits, x.dtype)
+    return tf.round(x * levels) / levels, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def quant_open_interval(x, bits):  # wrong: the ends 0 and 1 get no gradient
+    return _quantized(x, bits), lambda dy: (tf.where((x > 0) & (x < 1), dy, 0.0), None)
+
+
+def quant_builtin(x, bits):  # TensorFlow's op: no bits = 1
+    return tf.quantization.fake_quant_with_min_max_args(x, 0.0, 1.0, num_bits=int(bits))
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex1_reference_passes(lang):
     feedback = exercises.check("ch04-ex1", fake_quant, lang=lang)
@@ -85,19 +121,68 @@ def test_ex1_rounding_convention_at_ties_does_not_matter():
 
 
 def test_ex1_unclipped_straight_through_is_explained():
+    # likely wrong answer 1: the stub's backward `(dy, None)` kept, no mask
     feedback = exercises.check("ch04-ex1", quant_unclipped_ste)
     assert not feedback.passed
     assert feedback.message.startswith("at x = -0.25, bits = 1 your gradient is ")
     assert "expected 0 because x is outside [0, 1]" in feedback.message
+    assert "tf.where((x >= 0) & (x <= 1), dy, 0)" in feedback.message
     zh = exercises.check("ch04-ex1", quant_unclipped_ste, lang="zh")
-    assert "[0, 1] 之外" in zh.message
+    assert zh.message.startswith("在 x = -0.25，bits = 1 处")
+    assert "[0, 1] 之外" in zh.message and "掩码" in zh.message
+
+
+def test_ex1_integer_levels_are_explained():
+    # likely wrong answer 2: 2 ** bits - 1 left as an int32 tensor
+    feedback = exercises.check("ch04-ex1", quant_int_levels)
+    assert feedback.message.startswith("bits = 1: your code raised InvalidArgumentError: cannot compute Mul")
+    assert "tf.cast(2 ** bits - 1, x.dtype)" in feedback.message
+    assert not feedback.message.rstrip(".").endswith("name:")
+    zh = exercises.check("ch04-ex1", quant_int_levels, lang="zh")
+    assert zh.message.startswith("bits = 1 时，你的代码抛出了 InvalidArgumentError")
+    assert "bits 是 int32 张量" in zh.message
+
+
+def test_ex1_rounding_before_clipping_passes():
+    assert exercises.check("ch04-ex1", quant_round_then_clip).passed
+
+
+def test_ex1_powers_of_two_levels():
+    feedback = exercises.check("ch04-ex1", quant_pow2_levels)
+    assert feedback.message.startswith("at x = 0.35, bits = 1 your value is 0.5; expected 0. You rounded to steps of 1/2^bits.")
+    assert "2 ** bits - 1" in feedback.message
+    assert "步长是 1/(2^b - 1)" in exercises.check("ch04-ex1", quant_pow2_levels, lang="zh").message
+
+
+def test_ex1_no_clip_in_the_forward_pass():
+    feedback = exercises.check("ch04-ex1", quant_no_clip)
+    assert feedback.message == ("at x = 1.5, bits = 1 your value is 2; expected 1. You rounded without "
+                                "clipping: clip x to [0, 1] (tf.clip_by_value) before rounding.")
+    assert "没有截断就取整" in exercises.check("ch04-ex1", quant_no_clip, lang="zh").message
+
+
+def test_ex1_open_interval_mask():
+    feedback = exercises.check("ch04-ex1", quant_open_interval)
+    assert feedback.message.startswith("at x = 0, bits = 1 your gradient is 0; expected 2 because x = 0 is an end")
+    assert "x >= 0 and x <= 1" in feedback.message
+    assert "端点属于直通的部分" in exercises.check("ch04-ex1", quant_open_interval, lang="zh").message
+
+
+def test_ex1_builtin_fake_quant_is_explained():
+    feedback = exercises.check("ch04-ex1", quant_builtin)
+    assert feedback.message.startswith("bits = 1: your code raised InvalidArgumentError: num_bits must be between 2 and 16")
+    assert "write the op yourself" in feedback.message
+    assert "请自己写出这个运算" in exercises.check("ch04-ex1", quant_builtin, lang="zh").message
 
 
 def test_ex1_missing_none_for_bits():
+    # likely wrong answer 3: one gradient, no None for bits
     feedback = exercises.check("ch04-ex1", quant_one_gradient)
     assert not feedback.passed
     assert feedback.message.startswith("grad_fn must return one gradient per input (x, bits)")
     assert "expected to return 2 gradients, but returned 1" in feedback.message
+    zh = exercises.check("ch04-ex1", quant_one_gradient, lang="zh")
+    assert zh.message.startswith("grad_fn 必须为每个输入各返回一个梯度（x, bits）")
 
 
 def test_ex1_ignoring_dy():
@@ -105,6 +190,7 @@ def test_ex1_ignoring_dy():
     assert not feedback.passed
     assert "with upstream gradient 2 your gradient is 1; expected 2" in feedback.message
     assert "multiply by the upstream gradient dy" in feedback.message
+    assert "必须乘以上游梯度 dy" in exercises.check("ch04-ex1", quant_without_dy, lang="zh").message
 
 
 def test_ex1_zero_gradient_inside():
@@ -120,7 +206,9 @@ def test_ex1_wrong_forward():
 
 def test_ex1_without_custom_gradient_the_gradient_is_none():
     feedback = exercises.check("ch04-ex1", _quantized)
-    assert not feedback.passed and "the gradient is None" in feedback.message
+    assert not feedback.passed
+    assert feedback.message.startswith("the gradient is None: tf.round has no gradient")
+    assert "tf.round 没有梯度" in exercises.check("ch04-ex1", _quantized, lang="zh").message
 
 
 # -- ch04-ex2: log1pexp --------------------------------------------------------------
@@ -148,6 +236,16 @@ def log1pexp_stable_gradient_only(x):  # wrong: the value still overflows
 @tf.custom_gradient
 def log1pexp_overflowing_second(x):  # wrong: the second derivative is inf/inf at 100
     return _stable_forward(x), lambda dy: dy * (1 - 1 / (1 + tf.exp(x)))
+
+
+@tf.custom_gradient
+def log1pexp_exp_ratio(x):  # wrong: e^x / (1 + e^x) is inf/inf at 100
+    return _stable_forward(x), lambda dy: dy * tf.exp(x) / (1 + tf.exp(x))
+
+
+@tf.custom_gradient
+def log1pexp_reciprocal(x):  # wrong: the second derivative of 1/(1 + e^-x) is NaN at -100
+    return _stable_forward(x), lambda dy: dy / (1 + tf.exp(-x))
 
 
 @tf.custom_gradient
@@ -191,17 +289,35 @@ def test_ex2_autodiff_of_the_stable_forward_is_wrong_at_zero():
 
 
 def test_ex2_overflowing_second_derivative():
+    # likely wrong answer 1: the chapter's own grad_fn, 1 - 1/(1 + e^x)
     feedback = exercises.check("ch04-ex2", log1pexp_overflowing_second)
-    assert feedback.message.startswith("at x = 100 your second derivative is nan; expected 0.")
-    assert "tf.sigmoid" in feedback.message
-    assert "二阶导数为 nan" in exercises.check("ch04-ex2", log1pexp_overflowing_second, lang="zh").message
+    assert feedback.message.startswith("at x = 100 your second derivative is nan; expected 0. "
+                                       "The outer tape differentiates the operations of your grad_fn")
+    assert "0 * inf is NaN" in feedback.message and "tf.sigmoid(x)" in feedback.message
+    zh = exercises.check("ch04-ex2", log1pexp_overflowing_second, lang="zh").message
+    assert "二阶导数为 nan" in zh and "外层梯度带会对你的 grad_fn 中的运算求导" in zh
+
+
+def test_ex2_overflow_of_e_to_minus_x():
+    feedback = exercises.check("ch04-ex2", log1pexp_reciprocal)
+    assert feedback.message.startswith("at x = -100 your second derivative is nan")
+    assert "tf.sigmoid(x)" in feedback.message
+
+
+def test_ex2_overflowing_first_derivative():
+    feedback = exercises.check("ch04-ex2", log1pexp_exp_ratio)
+    assert feedback.message.startswith("at x = 100 your gradient is nan; expected 1. A gradient built from e^x")
+    assert "inf/inf" in feedback.message
+    assert "不会溢出" in exercises.check("ch04-ex2", log1pexp_exp_ratio, lang="zh").message
 
 
 @pytest.mark.parametrize("answer", [log1pexp_numpy_gradient, log1pexp_numpy_array])
 def test_ex2_numpy_in_grad_fn(answer):
+    # likely wrong answer 3 (2 is tf.nn.softplus alone, which passes: see above)
     feedback = exercises.check("ch04-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("the second derivative is None")
+    assert exercises.check("ch04-ex2", answer, lang="zh").message.startswith("二阶导数为 None")
 
 
 def test_ex2_ignoring_dy():
@@ -256,21 +372,28 @@ def test_ex3_correct_answers_pass(answer, lang):
 
 @pytest.mark.parametrize("answer", [tf.norm, norm_nan_at_zero], ids=["tf.norm", "v/norm"])
 def test_ex3_nan_at_the_zero_vector(answer):
+    # likely wrong answers 1 and 2: tf.norm's own gradient, and dy * v / norm unprotected
     feedback = exercises.check("ch04-ex3", answer)
     assert feedback.message.startswith("at v = [0., 0., 0.] your gradient is [nan, nan, nan]; expected [0., 0., 0.].")
-    assert "tf.math.divide_no_nan" in feedback.message
-    assert "零向量" in exercises.check("ch04-ex3", answer, lang="zh").message
+    assert "0/0 = NaN" in feedback.message and "tf.math.divide_no_nan" in feedback.message
+    zh = exercises.check("ch04-ex3", answer, lang="zh").message
+    assert zh.startswith("在 v = [0., 0., 0.] 处") and "在零向量处 v / ||v|| 是 0/0 = NaN" in zh
 
 
 def test_ex3_ignoring_dy():
     feedback = exercises.check("ch04-ex3", norm_without_dy)
     assert "with upstream gradient 0.5" in feedback.message
     assert "multiply by the upstream gradient dy" in feedback.message
+    assert "上游梯度为 0.5" in exercises.check("ch04-ex3", norm_without_dy, lang="zh").message
 
 
 def test_ex3_wrong_gradient_shape():
+    # likely wrong answer 3: a scalar gradient for a vector input
     feedback = exercises.check("ch04-ex3", norm_scalar_gradient)
-    assert feedback.message == "your gradient has shape []; expected [3]."
+    assert feedback.message.startswith("your gradient has shape []; expected [3]. The gradient with respect to v")
+    assert "dy * v / ||v||" in feedback.message
+    zh = exercises.check("ch04-ex3", norm_scalar_gradient, lang="zh").message
+    assert zh.startswith("你的梯度形状为 []，应为 [3]。") and "应返回向量" in zh
 
 
 # -- every check: hostile answers get feedback, never an exception -------------------

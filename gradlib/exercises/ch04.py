@@ -12,8 +12,8 @@ is run under ``tf.GradientTape`` with upstream gradients other than 1, so a
 import numpy as np
 import tensorflow as tf
 
-from ._core import (COMMON, Mismatch, call, describe, exercise, fmt, kink_and_random_points, message,
-                    raised, require_tensor, to_array)
+from ._core import (COMMON, PROPAGATE, Mismatch, call, describe, exercise, fmt, kink_and_random_points,
+                    message, raised, require_tensor, to_array)
 
 MESSAGES = {
     # shared by the three checks
@@ -32,17 +32,55 @@ MESSAGES = {
         "zh": "在 {at} 处，你的{what}为 {got}，应为 {expected}",
     },
     "end": {"en": ".", "zh": "。"},
+    "at_bits": {"en": "x = {x}, bits = {bits}", "zh": "x = {x}，bits = {bits}"},
+    "when_bits": {"en": "bits = {bits}: ", "zh": "bits = {bits} 时，"},
     "because": {"en": " because {reason}", "zh": "，因为{reason}"},
     "then": {"en": ". {hint}", "zh": "。{hint}"},
     "second": {"en": "second derivative", "zh": "二阶导数"},
     # ch04-ex1
     "outside": {
-        "en": "x is outside [0, 1], where the forward pass is clipped and flat.",
-        "zh": " x 在 [0, 1] 之外，前向传播在那里被截断、是平的。",
+        "en": "x is outside [0, 1], where the forward pass is clipped and flat: the backward pass needs "
+              "the mask tf.where((x >= 0) & (x <= 1), dy, 0), not dy everywhere.",
+        "zh": " x 在 [0, 1] 之外，前向传播在那里被截断、是平的：反向传播需要掩码 "
+              "tf.where((x >= 0) & (x <= 1), dy, 0)，而不是处处返回 dy。",
     },
     "inside": {
         "en": "x is inside [0, 1], where the gradient passes straight through.",
         "zh": " x 在 [0, 1] 之内，梯度在那里直通。",
+    },
+    "boundary": {
+        "en": "x = {x} is an end of [0, 1], and the ends belong to the straight-through part: "
+              "use x >= 0 and x <= 1, not > and <.",
+        "zh": " x = {x} 是 [0, 1] 的端点，而端点属于直通的部分：请用 x >= 0 和 x <= 1，而不是 > 和 <。",
+    },
+    "int_bits": {
+        "en": "The argument bits is an int32 tensor, so 2 ** bits - 1 is an int32 tensor too, and TensorFlow "
+              "does not multiply it with the float x: cast it first, tf.cast(2 ** bits - 1, x.dtype).",
+        "zh": "bits 是 int32 张量，所以 2 ** bits - 1 也是 int32 张量，TensorFlow 不会把它与浮点数 x 相乘："
+              "请先转换类型，tf.cast(2 ** bits - 1, x.dtype)。",
+    },
+    "num_bits": {
+        "en": "TensorFlow's tf.quantization.fake_quant_with_min_max_args takes num_bits as a Python int from "
+              "2 to 16, and this exercise also asks for bits = 1, passed as a tensor: write the op yourself.",
+        "zh": "tf.quantization.fake_quant_with_min_max_args 的 num_bits 必须是 2 到 16 之间的 Python 整数，"
+              "而本练习还要求 bits = 1，且 bits 是张量：请自己写出这个运算。",
+    },
+    "pow2_levels": {
+        "en": "You rounded to steps of 1/2^bits. With b bits there are 2^b levels, 0 and 1 included, so "
+              "the step is 1/(2^b - 1): multiply by 2 ** bits - 1 and divide by it again.",
+        "zh": "你按 1/2^bits 的步长取整。b 位共有 2^b 个取值（包括 0 和 1），因此步长是 1/(2^b - 1)："
+              "请乘以 2 ** bits - 1，再除以它。",
+    },
+    "no_clip": {
+        "en": "You rounded without clipping: clip x to [0, 1] (tf.clip_by_value) before rounding.",
+        "zh": "你没有截断就取整了：请在取整之前用 tf.clip_by_value 把 x 截断到 [0, 1]。",
+    },
+    "raised_hint": {"en": "{raised}. {hint}", "zh": "{raised}。{hint}"},
+    "quant_none": {
+        "en": "the gradient is None: tf.round has no gradient, so nothing reaches x unless "
+              "@tf.custom_gradient supplies one (and grad_fn returns a tensor, not None, for x).",
+        "zh": "梯度为 None：tf.round 没有梯度，因此除非由 @tf.custom_gradient 提供梯度"
+              "（并且 grad_fn 为 x 返回张量而不是 None），否则没有梯度能到达 x。",
     },
     "quant_passed": {
         "en": "correct for bits = 1, 2, 4 on {n} points: straight through inside [0, 1], 0 outside, None for bits.",
@@ -54,8 +92,19 @@ MESSAGES = {
         "zh": "x > 88 时 e^x 超出 float32 的范围；x 很大时不要计算 exp(x)（例如用 tf.nn.softplus）。",
     },
     "gradient_overflow": {
-        "en": "A gradient built from e^x becomes inf/inf = NaN for large x; tf.sigmoid(x) is stable.",
-        "zh": "用 e^x 写出的梯度在 x 很大时变成 inf/inf = NaN；tf.sigmoid(x) 是数值稳定的。",
+        "en": "A gradient built from e^x (or e^-x) overflows for large |x|: e^100 is inf in float32, and "
+              "inf/inf or 0 * inf is NaN. tf.sigmoid(x) computes the same function without overflow.",
+        "zh": "用 e^x（或 e^-x）写出的梯度在 |x| 很大时会溢出：float32 中 e^100 为 inf，而 inf/inf 或 0 * inf 都是 NaN。"
+              "tf.sigmoid(x) 计算的是同一个函数，但不会溢出。",
+    },
+    "second_overflow": {
+        "en": "The outer tape differentiates the operations of your grad_fn, and their derivatives overflow. "
+              "For example, 1 - 1/(1 + e^x) has a finite value, but its derivative multiplies the derivative of the "
+              "reciprocal, 0, by that of e^x, inf, and 0 * inf is NaN. Write grad_fn with tf.sigmoid(x), "
+              "whose own gradient sigmoid(x) * (1 - sigmoid(x)) is stable.",
+        "zh": "外层梯度带会对你的 grad_fn 中的运算求导，而这些导数会溢出。例如 1 - 1/(1 + e^x) 的值是有限的，"
+              "但它的导数要把倒数的导数 0 与 e^x 的导数 inf 相乘，0 * inf 是 NaN。请用 tf.sigmoid(x) 来写 grad_fn，"
+              "它自己的梯度 sigmoid(x) * (1 - sigmoid(x)) 是数值稳定的。",
     },
     "half": {
         "en": "log(1 + e^x) is smooth, its slope at 0 is exactly 1/2: autodiff through tf.maximum or "
@@ -75,8 +124,16 @@ MESSAGES = {
     },
     # ch04-ex3
     "zero_vector": {
-        "en": "At the zero vector the norm has no derivative; return 0 there, e.g. with tf.math.divide_no_nan.",
-        "zh": "范数在零向量处不可导；请在那里返回 0，例如使用 tf.math.divide_no_nan。",
+        "en": "At the zero vector v / ||v|| is 0/0 = NaN (in tf.norm's own gradient too), and the norm has "
+              "no derivative there; return 0 there, e.g. with tf.math.divide_no_nan(v, norm).",
+        "zh": "在零向量处 v / ||v|| 是 0/0 = NaN（tf.norm 自带的梯度也是如此），而范数在那里不可导；"
+              "请在那里返回 0，例如使用 tf.math.divide_no_nan(v, norm)。",
+    },
+    "norm_shape": {
+        "en": "your gradient has shape {got}; expected {expected}. The gradient with respect to v has one "
+              "entry per entry of v: grad_fn gets a scalar dy and returns the vector dy * v / ||v||.",
+        "zh": "你的梯度形状为 {got}，应为 {expected}。对 v 的梯度中每个元素对应 v 的一个元素："
+              "grad_fn 收到的 dy 是标量，应返回向量 dy * v / ||v||。",
     },
     "norm_passed": {
         "en": "correct on {n} vectors, including the zero vector (gradient 0, not NaN).",
@@ -148,36 +205,71 @@ QUANT_POINTS = kink_and_random_points([0.0, 1.0, 0.35, -0.25, 1.5, -3.0, 2.0], l
 QUANT_UPSTREAM = np.random.default_rng(1).choice([0.5, 2.0, 5.0, -3.0], size=QUANT_POINTS.shape).astype(np.float32)
 
 
-def _quant_reference(x, bits):
-    levels = 2.0 ** bits - 1
-    return np.round(np.clip(x, 0.0, 1.0) * levels) / levels
+def _quant_reference(x, bits, *, levels=None, clip=True):
+    """round(clip(x) * levels) / levels in float64; ``levels`` defaults to 2^bits - 1."""
+    levels = 2.0 ** bits - 1 if levels is None else levels
+    return np.round((np.clip(x, 0.0, 1.0) if clip else x) * levels) / levels
+
+
+def _call_quant(answer, x, bits, lang):
+    """answer(x, bits), with the typical exceptions of this exercise explained."""
+    where = _text("when_bits", lang, bits=bits)
+    try:
+        return answer(x, tf.constant(bits))
+    except (Mismatch, *PROPAGATE):
+        raise
+    except BaseException as err:  # the reader's code may raise anything
+        detail = describe(err)
+        if detail.startswith("{{") and "}}" in detail:  # TensorFlow's "{{function_node ...}}" prefix
+            detail = detail.split("}}", 1)[1].strip() or detail
+        detail = detail.removesuffix("name:").strip() or detail  # and its empty "name:" suffix
+        text = message(COMMON, "raised", lang, where=where, error=type(err).__name__, detail=detail)
+        for hint, found in (("num_bits", "num_bits" in detail),
+                            ("int_bits", "int32" in detail and "float" in detail)):
+            if found:
+                raise Mismatch(_text("raised_hint", lang, raised=text, hint=_text(hint, lang))) from None
+        raise Mismatch(text) from None
+
+
+def _close(a, b, atol=1e-5):
+    return bool(np.isfinite(a) and np.isclose(a, b, atol=atol, rtol=1e-4))
 
 
 @exercise("ch04-ex1", MESSAGES, answer="fake_quant")
 def check_fake_quant(answer, lang):
     value_text, grad_text = message(COMMON, "forward", lang), message(COMMON, "gradient", lang)
     x_np, upstream = QUANT_POINTS, QUANT_UPSTREAM
+    x64 = x_np.astype(np.float64)
     inside = (x_np >= 0) & (x_np <= 1)
     for bits in (1, 2, 4):
         x = tf.constant(x_np)
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = call(answer, x, tf.constant(bits), lang=lang, where=f"bits = {bits}: ")
+            y = _call_quant(answer, x, bits, lang)
         values = _array(y, lang=lang, what=value_text, shape=x_np.shape)
-        expected = _quant_reference(x_np.astype(np.float64), bits)
+        expected = _quant_reference(x64, bits)
         i = _first_mismatch(values, expected, atol=1e-5)
         if i is not None:
-            raise _mismatch(lang, at=f"x = {fmt(x_np[i])}, bits = {bits}", what=value_text,
-                            got=values[i], expected=expected[i])
+            hint = None
+            if _close(values[i], _quant_reference(x64[i], bits, levels=2.0 ** bits)):
+                hint = "pow2_levels"
+            elif _close(values[i], _quant_reference(x64[i], bits, clip=False)):
+                hint = "no_clip"
+            raise _mismatch(lang, at=_text("at_bits", lang, x=fmt(x_np[i]), bits=bits), what=value_text,
+                            got=values[i], expected=expected[i], hint=hint)
         grad = _gradient(tape, y, x, lang=lang, inputs="x, bits", output_gradients=tf.constant(upstream))
-        grads = _array(grad, lang=lang, what=grad_text, shape=x_np.shape, none_key="none_gradient")
+        grads = _array(grad, lang=lang, what=grad_text, shape=x_np.shape, none_key="quant_none")
         expected = np.where(inside, upstream, 0.0)
         i = _first_mismatch(grads, expected, atol=1e-6)
         if i is not None:
-            at = f"x = {fmt(x_np[i])}, bits = {bits}"
+            at = _text("at_bits", lang, x=fmt(x_np[i]), bits=bits)
             if inside[i] and np.isclose(grads[i], 1.0):
                 raise Mismatch(_text("upstream", lang, at=at, u=fmt(upstream[i]),
                                      got=fmt(grads[i]), expected=fmt(expected[i])))
+            wrong = ~np.isclose(grads, expected, atol=1e-6, rtol=1e-4)
+            if grads[i] == 0 and np.all(np.isin(x_np[wrong], (0.0, 1.0))):  # right except at the ends
+                text = _text("mismatch", lang, at=at, what=grad_text, got=fmt(grads[i]), expected=fmt(expected[i]))
+                raise Mismatch(text + _text("because", lang, reason=_text("boundary", lang, x=fmt(x_np[i]))))
             raise _mismatch(lang, at=at, what=grad_text, got=grads[i], expected=expected[i],
                             because="inside" if inside[i] else "outside")
     return _text("quant_passed", lang, n=x_np.size)
@@ -231,7 +323,7 @@ def check_log1pexp(answer, lang):
     i = _first_mismatch(seconds, ref_second, atol=1e-5)
     if i is not None:
         raise _mismatch(lang, at=f"x = {fmt(x_np[i])}", what=_text("second", lang), got=seconds[i],
-                        expected=ref_second[i], hint=None if np.isfinite(seconds[i]) else "gradient_overflow")
+                        expected=ref_second[i], hint=None if np.isfinite(seconds[i]) else "second_overflow")
 
     # a grad_fn that ignores dy passes everything above (the upstream gradient was 1)
     point = np.array([1.0, -2.0], np.float32)
@@ -282,6 +374,9 @@ def check_safe_norm(answer, lang):
         if _first_mismatch(value.reshape(1), np.array([norm]), atol=1e-5) is not None:
             raise _mismatch(lang, at=at, what=value_text, got=value, expected=norm)
         grad = _gradient(tape, y, v, lang=lang, inputs="v", output_gradients=tf.constant(u))
+        grad_array = None if grad is None else to_array(grad)
+        if grad_array is not None and grad_array.dtype.kind in "biufc" and grad_array.shape != v_np.shape:
+            raise Mismatch(_text("norm_shape", lang, got=list(grad_array.shape), expected=list(v_np.shape)))
         grads = _array(grad, lang=lang, what=grad_text, shape=v_np.shape, none_key="none_gradient")
         unit = (v_np / norm if norm > 0 else np.zeros_like(v_np)).astype(np.float64)
         expected = u * unit
