@@ -75,13 +75,17 @@ def test_ex1_correct_answers_pass(answer, lang):
     assert "sign(0) = +1" in feedback.message
 
 
-def test_ex1_unclipped_ste_is_rejected_with_the_reason():
+# The three most likely wrong answers of ex1, each with its own message in both languages.
+
+def test_ex1_unclipped_ste_is_named():
     feedback = exercises.check("ch05-ex1", lambda x, clip: gradlib.ste_sign(x))
     assert not feedback.passed
-    assert feedback.message == ("with clip = 1, at x = 1.5: your gradient is 1; expected 0. "
-                                "Because |x| = 1.5 > clip = 1, the gradient must be blocked (0).")
+    assert feedback.message.startswith("with clip = 1, at x = 1.5: your gradient is 1; expected 0. "
+                                       "Your gradient is 1 everywhere, also where |x| > clip: that is the plain "
+                                       "straight-through estimator.")
     zh = exercises.check("ch05-ex1", lambda x, clip: gradlib.ste_sign(x), lang="zh")
-    assert zh.message == "当 clip = 1 时，在 x = 1.5 处，你的梯度为 1，应为 0。因为 |x| = 1.5 > clip = 1，梯度应被截断（为 0）。"
+    assert zh.message.startswith("当 clip = 1 时，在 x = 1.5 处，你的梯度为 1，应为 0。你的梯度处处为 1")
+    assert "这是普通的直通估计器" in zh.message and "被阻断" in zh.message
 
 
 def test_ex1_tf_sign_at_zero_is_named():
@@ -89,11 +93,40 @@ def test_ex1_tf_sign_at_zero_is_named():
         t = tf.clip_by_value(x, -clip, clip)
         return t + tf.stop_gradient(tf.sign(x) - t)
 
-    feedback = exercises.check("ch05-ex1", tf_sign_ste)
+    for answer in (tf_sign_ste, lambda x, clip: tf.grad_pass_through(tf.sign)(x)):
+        feedback = exercises.check("ch05-ex1", answer)
+        assert not feedback.passed
+        assert feedback.message == ("with clip = 1, at x = 0: your value is 0; expected +1: sign(0) must be +1 "
+                                    "in a binary network (tf.sign(0) = 0 would be a third value).")
+        zh = exercises.check("ch05-ex1", answer, lang="zh").message
+        assert zh == "当 clip = 1 时，在 x = 0 处，你的前向值为 0，应为 +1：二值网络中 sign(0) 必须是 +1（tf.sign(0) = 0 会引入第三个值）。"
+
+
+def test_ex1_strict_boundary_is_named():
+    def strict(x, clip):
+        t = tf.where(tf.abs(x) < clip, x, tf.stop_gradient(x))
+        return t + tf.stop_gradient(plus_minus_one(x) - t)
+
+    feedback = exercises.check("ch05-ex1", strict)
     assert not feedback.passed
-    assert feedback.message == ("with clip = 1, at x = 0: your value is 0; expected +1: sign(0) must be +1 "
-                                "in a binary network (tf.sign(0) = 0 would be a third value).")
-    assert "sign(0) 必须是 +1" in exercises.check("ch05-ex1", tf_sign_ste, lang="zh").message
+    assert feedback.message.startswith("with clip = 1, at x = 1: your gradient is 0; expected 1. "
+                                       "At x = ±clip the gradient must still pass (1)")
+    assert "the boundary included" in feedback.message and "A strict |x| < clip blocks it" in feedback.message
+    zh = exercises.check("ch05-ex1", strict, lang="zh").message
+    assert zh.startswith("当 clip = 1 时，在 x = 1 处，你的梯度为 0，应为 1。在 x = ±clip 处梯度仍应通过")
+    assert "严格不等式 |x| < clip" in zh
+
+
+def test_ex1_blocked_point_says_blocked_not_clipped_in_chinese():
+    # 阻断 (blocked), not 截断 (clipped): the gradient is zero there, not bounded
+    def too_wide(x, clip):
+        return binary_sign(x, 2 * clip)
+
+    feedback = exercises.check("ch05-ex1", too_wide)
+    assert feedback.message.startswith("with clip = 1, at x = 1.5: your gradient is 1; expected 0. "
+                                       "Because |x| = 1.5 > clip = 1, the gradient must be blocked (0).")
+    zh = exercises.check("ch05-ex1", too_wide, lang="zh").message
+    assert zh.endswith("因为 |x| = 1.5 > clip = 1，梯度应被阻断（为 0）。") and "截断" not in zh
 
 
 def test_ex1_ignoring_the_clip_argument_fails_for_another_clip():
@@ -101,17 +134,6 @@ def test_ex1_ignoring_the_clip_argument_fails_for_another_clip():
     assert not feedback.passed
     assert feedback.message.startswith("with clip = 0.5, at x = 1: your gradient is 1; expected 0.")
     assert "|x| = 1 > clip = 0.5" in feedback.message
-
-
-def test_ex1_strict_boundary_is_rejected_at_the_clip():
-    def strict(x, clip):
-        t = tf.where(tf.abs(x) < clip, x, tf.stop_gradient(x))
-        return t + tf.stop_gradient(plus_minus_one(x) - t)
-
-    feedback = exercises.check("ch05-ex1", strict)
-    assert not feedback.passed
-    assert feedback.message.startswith("with clip = 1, at x = 1: your gradient is 0; expected 1.")
-    assert "the boundary included" in feedback.message
 
 
 @pytest.mark.parametrize("answer, kind", [(lambda x, clip: plus_minus_one(x), "None"),
@@ -194,6 +216,17 @@ def test_ex2_straight_through_the_whole_quantizer_is_named():
     assert "你让梯度直通了整个量化器" in exercises.check("ch05-ex2", answer, lang="zh").message
 
 
+def test_ex2_straight_through_by_the_trick_on_the_whole_quantizer_is_named():
+    def whole(w, bits):  # the stop_gradient trick around everything, the likelier way to write it
+        return w + tf.stop_gradient(dorefa_weights(w, bits) - w)
+
+    feedback = exercises.check("ch05-ex2", whole)
+    assert feedback.message.startswith("with bits = 1, your gradient is the upstream gradient unchanged: you "
+                                       "passed it straight through the whole quantizer.")
+    assert exercises.check("ch05-ex2", whole, lang="zh").message.startswith(
+        "当 bits = 1 时，你的梯度与上游梯度完全相同：你让梯度直通了整个量化器。")
+
+
 def test_ex2_plain_round_gets_the_no_gradient_hint():
     def no_ste(w, bits):
         t = tf.tanh(w)
@@ -216,6 +249,64 @@ def test_ex2_rounding_ties_up_is_explained():
     assert feedback.message == ("with bits = 1, at w[0, 0] = 0: your value is 1; expected -1. Here n u = 0.5 is a "
                                 "rounding tie: tf.round rounds ties to the even integer (0), floor(n u + 1/2) "
                                 "rounds them up.")
+    zh = exercises.check("ch05-ex2", half_up, lang="zh").message
+    assert zh == ("当 bits = 1 时，在 w[0, 0] = 0 处，你的前向值为 1，应为 -1。此处 n u = 0.5 恰好位于两个整数正中："
+                  "tf.round 取偶数（0），而 floor(n u + 1/2) 向上取整。")
+
+
+def dorefa_with_scale(scale, affine=True):
+    """A DoReFa answer with the maximum computed by ``scale(w, tanh w)``: the typical wrong maxima."""
+    def answer(w, bits):
+        t = tf.tanh(w)
+        q = gradlib.dorefa_quantize(t / (2 * scale(w, t)) + 0.5, bits)
+        return 2 * q - 1 if affine else q
+    return answer
+
+
+WRONG_MAXIMA = [
+    (lambda w, t: tf.reduce_max(tf.abs(w)), "You divided tanh w by max|w|.", "你用 max|w| 去除 tanh w。"),
+    (lambda w, t: tf.reduce_max(t), "You divided by max(tanh w), without the absolute value.",
+     "你除以的是不带绝对值的 max(tanh w)。"),
+    (lambda w, t: tf.reduce_max(tf.abs(t), axis=0), "You took the maximum along one axis",
+     "你沿某一个轴取了最大值"),
+    (lambda w, t: tf.reduce_max(tf.abs(t), axis=1, keepdims=True), "You took the maximum along one axis",
+     "你沿某一个轴取了最大值"),
+    (lambda w, t: tf.reduce_max(tf.abs(t), axis=-1, keepdims=True), "You took the maximum along one axis",
+     "你沿某一个轴取了最大值"),
+]
+
+
+@pytest.mark.parametrize("scale, en, zh", WRONG_MAXIMA)
+def test_ex2_the_wrong_maximum_is_named(scale, en, zh):
+    answer = dorefa_with_scale(scale)
+    feedback = exercises.check("ch05-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("with bits = 1, at w[") and en in feedback.message, feedback.message
+    chinese = exercises.check("ch05-ex2", answer, lang="zh").message
+    assert chinese.startswith("当 bits = 1 时，在 w[") and zh in chinese, chinese
+
+
+def test_ex2_the_wrong_maximum_is_named_with_a_hand_written_rounding_too():
+    def max_of_w(w, bits):  # the stop_gradient trick instead of gradlib.dorefa_quantize
+        u = tf.tanh(w) / (2 * tf.reduce_max(tf.abs(w))) + 0.5
+        n = 2.0 ** bits - 1
+        return 2 * (u + tf.stop_gradient(tf.round(u * n) / n - u)) - 1
+
+    assert "You divided tanh w by max|w|." in exercises.check("ch05-ex2", max_of_w).message
+
+
+def test_ex2_the_largest_weight_is_negative_as_the_no_abs_message_says():
+    assert ch05.DOREFA_W.flat[np.argmax(np.abs(ch05.DOREFA_W))] < 0
+
+
+def test_ex2_forgetting_2q_minus_1_is_named():
+    answer = dorefa_with_scale(lambda w, t: tf.reduce_max(tf.abs(t)), affine=False)
+    feedback = exercises.check("ch05-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.endswith("Your values lie in [0, 1]: that is q_k(u). DoReFa's weights are "
+                                     "2 q_k(u) - 1, in [-1, 1].")
+    assert exercises.check("ch05-ex2", answer, lang="zh").message.endswith(
+        "你的值落在 [0, 1] 中：那是 q_k(u)。DoReFa 的权重是 2 q_k(u) - 1，取值在 [-1, 1] 中。")
 
 
 def test_ex2_too_many_levels_are_explained():
@@ -223,6 +314,8 @@ def test_ex2_too_many_levels_are_explained():
     assert not feedback.passed
     assert feedback.message.startswith("with bits = 1, at w[0, 1] = ")
     assert "2^bits = 2 values" in feedback.message and "n = 2^bits - 1 = 1" in feedback.message
+    zh = exercises.check("ch05-ex2", lambda w, bits: dorefa_weights(w, bits + 1), lang="zh").message
+    assert "2^bits = 2 个值" in zh and "而不是 2^bits" in zh
 
 
 def test_ex2_missing_tanh_is_a_gradient_mismatch_with_the_formula():
@@ -288,19 +381,56 @@ def test_ex3_other_surrogates_fail_at_zero(surrogate):
     assert "expected 2. ApproxSign's derivative is 2 - 2|x| = 2 for |x| ≤ 1." in feedback.message
 
 
-def test_ex3_unclipped_quadratic_is_rejected_outside():
-    feedback = exercises.check("ch05-ex3", lambda x: gradlib.straight_through(plus_minus_one,
-                                                                             lambda v: 2 * v - v * tf.abs(v))(x))
+# The three most likely wrong answers of ex3, each with its own message in both languages.
+
+def unclipped_quadratic(x):
+    return gradlib.straight_through(plus_minus_one, lambda v: 2 * v - v * tf.abs(v))(x)
+
+
+@tf.custom_gradient
+def no_maximum(x):  # max(0, .) forgotten in a grad_fn
+    return plus_minus_one(x), lambda dy: dy * (2 - 2 * tf.abs(x))
+
+
+@pytest.mark.parametrize("answer", [unclipped_quadratic, no_maximum])
+def test_ex3_missing_clip_is_named(answer):
+    feedback = exercises.check("ch05-ex3", answer)
     assert not feedback.passed
-    assert feedback.message == ("at x = 1.5: your gradient is -1; expected 0. "
-                                "Because |x| = 1.5 > 1, ApproxSign is flat there and the gradient must be 0.")
-    assert exercises.check("ch05-ex3", lambda x: gradlib.straight_through(
-        plus_minus_one, lambda v: 2 * v - v * tf.abs(v))(x), lang="zh").message.startswith("在 x = 1.5 处，")
+    assert feedback.message == ("at x = 1.5: your gradient is -1; expected 0. Your gradient is 2 - 2|x| everywhere, "
+                                "negative for |x| > 1. F is flat (±1) outside [-1, 1], so F'(x) = max(0, 2 - 2|x|) "
+                                "is 0 there: clip x to [-1, 1] before the polynomial, or take the maximum with 0.")
+    zh = exercises.check("ch05-ex3", answer, lang="zh").message
+    assert zh.startswith("在 x = 1.5 处，你的梯度为 -1，应为 0。你的梯度处处为 2 - 2|x|，在 |x| > 1 处为负。")
+
+
+def one_piece(piece):
+    def answer(x):
+        return gradlib.straight_through(plus_minus_one, lambda v: piece(tf.clip_by_value(v, -1.0, 1.0)))(x)
+    return answer
+
+
+@pytest.mark.parametrize("piece, where, formula", [(lambda a: 2 * a - a * a, "at x = -0.5: your gradient is 3; "
+                                                    "expected 1.", "2 - 2x"),
+                                                   (lambda a: 2 * a + a * a, "at x = 0.5: your gradient is 3; "
+                                                    "expected 1.", "2 + 2x")])
+def test_ex3_one_piece_on_both_sides_is_named(piece, where, formula):
+    feedback = exercises.check("ch05-ex3", one_piece(piece))
+    assert not feedback.passed
+    assert feedback.message.startswith(f"{where} On [-1, 1] your gradient is {formula}, the derivative of ")
+    assert "together 2 - 2|x|" in feedback.message
+    zh = exercises.check("ch05-ex3", one_piece(piece), lang="zh").message
+    assert f"在 [-1, 1] 上你的梯度为 {formula}" in zh and "合起来是 2 - 2|x|" in zh
 
 
 def test_ex3_tf_sign_is_rejected_at_zero():
-    feedback = exercises.check("ch05-ex3", lambda x: gradlib.straight_through(tf.sign, tf.identity)(x))
-    assert not feedback.passed and "sign(0) must be +1" in feedback.message
+    answer = lambda x: gradlib.straight_through(tf.sign, lambda v: 2 * v - v * tf.abs(v))(  # noqa: E731
+        tf.clip_by_value(x, -1.0, 1.0))
+    feedback = exercises.check("ch05-ex3", answer)
+    assert not feedback.passed
+    assert feedback.message == ("at x = 0: your value is 0; expected +1: sign(0) must be +1 in a binary network "
+                                "(tf.sign(0) = 0 would be a third value).")
+    assert exercises.check("ch05-ex3", answer, lang="zh").message == (
+        "在 x = 0 处，你的前向值为 0，应为 +1：二值网络中 sign(0) 必须是 +1（tf.sign(0) = 0 会引入第三个值）。")
 
 
 def test_ex3_reference_matches_gradlib():

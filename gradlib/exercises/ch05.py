@@ -14,6 +14,15 @@ Every reference below is a closed NumPy formula, independent of gradlib's ops
 and of the chapter's solutions.  The answers run under ``tf.GradientTape``
 with upstream gradients other than 1, so a ``grad_fn`` that forgets ``dy``
 is caught.
+
+Each check names the wrong answers students write most often, in both
+languages: ex1 a ``tf.sign`` forward (sign(0) = 0), a strict boundary
+(|x| < clip) and the unclipped estimator; ex2 straight through the whole
+quantizer, the wrong maximum (of |w|, without the absolute value, along one
+axis), q instead of 2q - 1, 2^k levels, and ties rounded up; ex3 the
+derivative of one piece of F on both sides of 0, sign(0) = 0 and the
+missing clip outside [-1, 1].  The wrong DoReFa variants are rebuilt from
+TensorFlow ops (:func:`_dorefa_variant`) only to recognise them.
 """
 
 from __future__ import annotations
@@ -59,11 +68,26 @@ MESSAGES = {
     # ch05-ex1
     "clip_blocked": {
         "en": "Because |x| = {ax} > clip = {clip}, the gradient must be blocked (0).",
-        "zh": "因为 |x| = {ax} > clip = {clip}，梯度应被截断（为 0）。",
+        "zh": "因为 |x| = {ax} > clip = {clip}，梯度应被阻断（为 0）。",
     },
     "clip_passes": {
         "en": "Because |x| = {ax} ≤ clip = {clip} (the boundary included), the gradient must pass through (1).",
         "zh": "因为 |x| = {ax} ≤ clip = {clip}（含边界），梯度应原样通过（为 1）。",
+    },
+    "clip_boundary": {
+        "en": "At x = ±clip the gradient must still pass (1): the interval is closed, |x| ≤ clip, the boundary "
+              "included. A strict |x| < clip blocks it there; use tf.abs(x) <= clip, or the gradient of "
+              "tf.clip_by_value(x, -clip, clip), which passes at the boundary.",
+        "zh": "在 x = ±clip 处梯度仍应通过（为 1）：区间是闭区间 |x| ≤ clip，含边界。"
+              "严格不等式 |x| < clip 会在边界处阻断梯度；请用 tf.abs(x) <= clip，"
+              "或 tf.clip_by_value(x, -clip, clip) 的梯度（它在边界处照常通过）。",
+    },
+    "plain_ste": {
+        "en": "Your gradient is 1 everywhere, also where |x| > clip: that is the plain straight-through "
+              "estimator. BinaryNet's is clipped: the gradient passes only where |x| ≤ clip and is blocked "
+              "outside (the derivative of hard tanh, tf.clip_by_value(x, -clip, clip)).",
+        "zh": "你的梯度处处为 1，在 |x| > clip 处也是：这是普通的直通估计器。BinaryNet 的估计器是截断的："
+              "梯度只在 |x| ≤ clip 处通过，在区间外被阻断（即 hard tanh，tf.clip_by_value(x, -clip, clip) 的导数）。",
     },
     "binary_passed": {
         "en": "correct for clip = {clips} on {n} points including 0 and ±clip: values in {{-1, +1}} with "
@@ -112,6 +136,28 @@ MESSAGES = {
         "zh": "在 bits = {bits}、{n} 个权重上都正确，包括 w = 0（取整的中点）和 |w| 最大者（u = 0 或 1），"
               "上游梯度为随机值{variant}。",
     },
+    "dorefa_max_w": {
+        "en": "You divided tanh w by max|w|. DoReFa divides by max|tanh w|, the maximum of the transformed "
+              "weights, so that the largest weight maps to u = 0 or u = 1 and the values span [-1, 1].",
+        "zh": "你用 max|w| 去除 tanh w。DoReFa 除以的是 max|tanh w|，即变换后权重的最大值，"
+              "这样绝对值最大的权重恰好映射到 u = 0 或 u = 1，取值才能覆盖 [-1, 1]。",
+    },
+    "dorefa_max_sign": {
+        "en": "You divided by max(tanh w), without the absolute value. The maximum must be max|tanh w|: here "
+              "the weight of largest magnitude is negative, and it must map to u = 0.",
+        "zh": "你除以的是不带绝对值的 max(tanh w)。最大值应取 max|tanh w|：这里绝对值最大的权重是负数，"
+              "它应映射到 u = 0。",
+    },
+    "dorefa_max_axis": {
+        "en": "You took the maximum along one axis (one scale per row or per column). DoReFa's maximum runs "
+              "over the whole tensor: tf.reduce_max(tf.abs(t)) without an axis.",
+        "zh": "你沿某一个轴取了最大值（每行或每列一个缩放因子）。DoReFa 的最大值取遍整个张量："
+              "不带 axis 的 tf.reduce_max(tf.abs(t))。",
+    },
+    "dorefa_affine": {
+        "en": "Your values lie in [0, 1]: that is q_k(u). DoReFa's weights are 2 q_k(u) - 1, in [-1, 1].",
+        "zh": "你的值落在 [0, 1] 中：那是 q_k(u)。DoReFa 的权重是 2 q_k(u) - 1，取值在 [-1, 1] 中。",
+    },
     "stopped_max": {
         "en": "; you stopped the gradient through max|tanh w|, a common and valid variant",
         "zh": "；你停止了经过 max|tanh w| 的梯度，这是常见且可行的变体",
@@ -124,6 +170,20 @@ MESSAGES = {
     "approx_outside": {
         "en": "Because |x| = {ax} > 1, ApproxSign is flat there and the gradient must be 0.",
         "zh": "因为 |x| = {ax} > 1，ApproxSign 在那里是平的，梯度应为 0。",
+    },
+    "approx_unclipped": {
+        "en": "Your gradient is 2 - 2|x| everywhere, negative for |x| > 1. F is flat (±1) outside [-1, 1], so "
+              "F'(x) = max(0, 2 - 2|x|) is 0 there: clip x to [-1, 1] before the polynomial, or take the "
+              "maximum with 0.",
+        "zh": "你的梯度处处为 2 - 2|x|，在 |x| > 1 处为负。F 在 [-1, 1] 之外是平的（±1），"
+              "所以 F'(x) = max(0, 2 - 2|x|) 在那里为 0：请先把 x 截断到 [-1, 1] 再代入多项式，或与 0 取最大值。",
+    },
+    "approx_piece": {
+        "en": "On [-1, 1] your gradient is {formula}, the derivative of {piece} on both sides of 0. F has two "
+              "pieces: 2x + x² for x < 0 (derivative 2 + 2x) and 2x - x² for x ≥ 0 (derivative 2 - 2x); "
+              "together 2 - 2|x|.",
+        "zh": "在 [-1, 1] 上你的梯度为 {formula}，即把 {piece} 的导数用在了 0 的两侧。F 有两段："
+              "x < 0 时为 2x + x²（导数 2 + 2x），x ≥ 0 时为 2x - x²（导数 2 - 2x）；合起来是 2 - 2|x|。",
     },
     "approx_passed": {
         "en": "correct on {n} points including 0 (gradient 2) and ±1: values in {{-1, +1}} with sign(0) = +1, "
@@ -174,11 +234,15 @@ def _mismatch_text(lang: str, prefix: str, x: float, what: str, got, expected) -
 
 
 def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, lang: str, prefix: str,
-                       gradient_hint: Callable[[float], str]) -> None:
+                       gradient_hint: Callable[[float], str],
+                       diagnose: Optional[Callable[[np.ndarray, np.ndarray], Optional[str]]] = None) -> None:
     """Value (sign with sign(0) = +1) and gradient of an elementwise binarizer, point by point.
 
     First with a unit upstream gradient (the local derivative), then with an
-    upstream gradient of 2.5 (a grad_fn must multiply by dy).
+    upstream gradient of 2.5 (a grad_fn must multiply by dy).  When the local
+    derivative is wrong, ``diagnose(x, gradient)`` may name the whole pattern
+    (a typical wrong answer); otherwise ``gradient_hint(x_i)`` explains the
+    expected value at the first wrong point.
     """
     value, local = reference(x)
     flat_x = np.ravel(x)
@@ -201,7 +265,8 @@ def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, 
             raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=prefix,
                                    kind=message(MESSAGES, "zero_word", lang)))
         text = _mismatch_text(lang, prefix, flat_x[i], "gradient", np.ravel(g)[i], np.ravel(local)[i])
-        raise Mismatch(_join(text, gradient_hint(float(flat_x[i])), lang))
+        hint = diagnose(x, g) if diagnose is not None else None
+        raise Mismatch(_join(text, hint or gradient_hint(float(flat_x[i])), lang))
     dy = np.full(x.shape, 2.5, np.float32)
     y, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
     compare_values(y)  # every call of the answer counts
@@ -235,13 +300,20 @@ def check_binary_sign(answer, lang):
         prefix = message(MESSAGES, "with_clip", lang, clip=fmt(clip))
 
         def hint(x, clip=clip):
+            if abs(x) == clip:  # expected 1 at the boundary: the answer blocked it
+                return message(MESSAGES, "clip_boundary", lang)
             key = "clip_blocked" if abs(x) > clip else "clip_passes"
             return message(MESSAGES, key, lang, ax=fmt(abs(x)), clip=fmt(clip))
+
+        def diagnose(x, g):
+            if np.allclose(g, 1.0, atol=1e-5):  # straight through everywhere: no clip
+                return message(MESSAGES, "plain_ste", lang)
+            return None
 
         for x in (SIGN_POINTS, SIGN_POINTS[:36].reshape(6, 6)):
             _check_elementwise(lambda v, clip=clip: answer(v, clip), x,
                                lambda p, clip=clip: binary_sign_reference(p, clip),
-                               lang=lang, prefix=prefix, gradient_hint=hint)
+                               lang=lang, prefix=prefix, gradient_hint=hint, diagnose=diagnose)
     return message(MESSAGES, "binary_passed", lang, clips=", ".join(fmt(c) for c in CLIPS), n=SIGN_POINTS.size)
 
 
@@ -281,6 +353,50 @@ def dorefa_weights_reference(w: np.ndarray, bits: int, upstream: np.ndarray, *, 
     return value, g_t * (1 - t ** 2), n
 
 
+def _dorefa_variant(w: np.ndarray, bits: int, upstream: np.ndarray, variant: str):
+    """Value and vector-Jacobian product of a typical *wrong* ``dorefa_weights`` (for feedback only).
+
+    Built from TensorFlow ops, not from gradlib: the rounding is straight
+    through by the stop_gradient trick, after a clip of u to [0, 1].
+    ``variant`` names the mistake: ``"max_w"`` divides by max|w|,
+    ``"max_sign"`` by max(tanh w) without the absolute value, ``"axis0"`` and
+    ``"axis1"`` take the maximum along one axis, ``"affine"`` returns q_k(u)
+    instead of 2 q_k(u) - 1.
+    """
+    n = float(2 ** bits - 1)
+    wt = tf.constant(w)
+    with tf.GradientTape() as tape:
+        tape.watch(wt)
+        t = tf.tanh(wt)
+        if variant == "max_w":
+            scale = tf.reduce_max(tf.abs(wt))
+        elif variant == "max_sign":
+            scale = tf.reduce_max(t)
+        elif variant in ("axis0", "axis1"):
+            scale = tf.reduce_max(tf.abs(t), axis=int(variant[-1]), keepdims=True)
+        else:
+            scale = tf.reduce_max(tf.abs(t))
+        u = tf.clip_by_value(t / (2 * scale) + 0.5, 0.0, 1.0)
+        q = u + tf.stop_gradient(tf.round(u * n) / n - u)
+        y = q if variant == "affine" else 2 * q - 1
+    return y.numpy(), tape.gradient(y, wt, output_gradients=tf.constant(upstream)).numpy()
+
+
+DOREFA_MISTAKES = (("max_w", "dorefa_max_w"), ("max_sign", "dorefa_max_sign"), ("axis0", "dorefa_max_axis"),
+                   ("axis1", "dorefa_max_axis"), ("affine", "dorefa_affine"))
+
+
+def _dorefa_mistake(y: np.ndarray, g: Optional[np.ndarray], bits: int, lang: str) -> Optional[str]:
+    """The message for a typical wrong answer whose value (and gradient, when given) it reproduces."""
+    for variant, key in DOREFA_MISTAKES:
+        value, grad = _dorefa_variant(DOREFA_W, bits, DOREFA_UPSTREAM, variant)
+        if not np.allclose(y, value, atol=1e-5, rtol=1e-4):
+            continue
+        if g is None or np.allclose(g, grad, atol=1e-4, rtol=1e-4):
+            return message(MESSAGES, key, lang)
+    return None
+
+
 def _index(i: int, shape) -> str:
     return "[" + ", ".join(str(k) for k in np.unravel_index(i, shape)) + "]"
 
@@ -304,7 +420,10 @@ def check_dorefa_weights(answer, lang):
             text = message(COMMON, "value", lang, where=where, what=message(COMMON, "forward", lang),
                            got=fmt(got), expected=fmt(np.ravel(value)[i]))
             half_up = 2 * np.floor(n / 2 + 0.5) / n - 1
-            if flat_w[i] == 0 and np.isclose(got, half_up, atol=1e-5):
+            mistake = _dorefa_mistake(y, None, bits, lang)
+            if mistake is not None:
+                hint = mistake
+            elif flat_w[i] == 0 and np.isclose(got, half_up, atol=1e-5):
                 hint = message(MESSAGES, "dorefa_tie", lang, nu=fmt(n / 2), even=fmt(np.round(n / 2)))
             elif 2 ** bits < len(np.unique(np.round(y, 5))) <= 2 ** (bits + 1) + 1:  # quantized, too finely
                 hint = message(MESSAGES, "dorefa_levels", lang, bits=bits, levels=2 ** bits, n=n)
@@ -322,6 +441,7 @@ def check_dorefa_weights(answer, lang):
         if not np.any(g):
             raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=prefix,
                                    kind=message(MESSAGES, "zero_word", lang)))
+        mistake = _dorefa_mistake(y, g, bits, lang)
         # report against the variant the answer is closer to (fewer mismatching weights)
         target = min((grad, grad_stopped), key=lambda r: np.sum(~np.isclose(g, r, atol=1e-4, rtol=1e-4)))
         i = _first_bad(g, target, atol=1e-4)
@@ -329,7 +449,7 @@ def check_dorefa_weights(answer, lang):
         text = message(COMMON, "value", lang, where=where, what=message(COMMON, "gradient", lang),
                        got=fmt(np.ravel(g)[i]), expected=fmt(np.ravel(target)[i]))
         key = "dorefa_max" if i == int(np.argmax(np.abs(flat_w))) else "dorefa_gradient"
-        raise Mismatch(_join(text, message(MESSAGES, key, lang), lang))
+        raise Mismatch(_join(text, mistake or message(MESSAGES, key, lang), lang))
     variant = message(MESSAGES, "stopped_max", lang) if variants == {"stopped"} else ""
     return message(MESSAGES, "dorefa_passed", lang, bits=", ".join(str(b) for b in BITS), n=w.size,
                    variant=variant)
@@ -352,6 +472,17 @@ def check_approx_sign(answer, lang):
             return message(MESSAGES, "approx_outside", lang, ax=fmt(abs(x)))
         return message(MESSAGES, "approx_inside", lang, expected=fmt(2 - 2 * abs(np.float32(x))))
 
+    def diagnose(x, g):
+        inside = np.abs(x) <= 1
+        close = lambda a, b: np.allclose(a, b, atol=1e-4, rtol=1e-4)  # noqa: E731
+        if close(g, 2 - 2 * np.abs(x)):
+            return message(MESSAGES, "approx_unclipped", lang)
+        for formula, piece, derivative in (("2 - 2x", "2x - x²", 2 - 2 * x), ("2 + 2x", "2x + x²", 2 + 2 * x)):
+            if close(g[inside], derivative[inside]):
+                return message(MESSAGES, "approx_piece", lang, formula=formula, piece=piece)
+        return None
+
     for x in (APPROX_POINTS, APPROX_POINTS[:36].reshape(4, 9)):
-        _check_elementwise(answer, x, approx_sign_reference, lang=lang, prefix="", gradient_hint=hint)
+        _check_elementwise(answer, x, approx_sign_reference, lang=lang, prefix="", gradient_hint=hint,
+                           diagnose=diagnose)
     return message(MESSAGES, "approx_passed", lang, n=APPROX_POINTS.size)
