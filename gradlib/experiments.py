@@ -15,10 +15,11 @@ no gradient reaches anything behind a quantizer.  The network has no biases
 on purpose: every trainable parameter sits behind the weight quantizer, so
 "no gradient" means "nothing is trained".
 
-References: M. Courbariaux et al., *Binarized Neural Networks*,
-arXiv:1602.02830, 2016 (binary weights and activations, clipped STE, latent
-weights clipped to :math:`[-1, 1]`); S. Zhou et al., *DoReFa-Net*,
-arXiv:1606.06160, 2016 (k-bit weights and activations).
+References: M. Courbariaux, Y. Bengio, J.-P. David, *BinaryConnect*,
+NeurIPS 2015, arXiv:1511.00363 (binary weights, latent weights clipped to
+:math:`[-1, 1]`); M. Courbariaux et al., *Binarized Neural Networks*,
+arXiv:1602.02830, 2016 (binary activations too, clipped STE); S. Zhou et al.,
+*DoReFa-Net*, arXiv:1606.06160, 2016 (k-bit weights and activations).
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
                 loss = loss_fn()
             grads = tape.gradient(loss, params, unconnected_gradients=tf.UnconnectedGradients.ZERO)
             optimizer.apply_gradients(zip(grads, params))
-            if clip_latent:  # BinaryNet keeps the latent weights in [-1, 1]
+            if clip_latent:  # BinaryConnect (and BinaryNet) keep the latent weights in [-1, 1]
                 for v in params:
                     v.assign(tf.clip_by_value(v, -1.0, 1.0))
         return loss

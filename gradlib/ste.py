@@ -74,8 +74,9 @@ def ste_sign(x, clip: Optional[float] = None):
 
     .. math:: y = \begin{cases} +1 & x \ge 0 \\ -1 & x < 0 \end{cases}
 
-    Note ``sign(0) = +1``: ``tf.sign(0) = 0`` would give a binary network a
-    third value, and exactly-zero inputs are common (zero init, ReLU outputs).
+    Note ``sign(0) = +1`` (as in BinaryConnect): ``tf.sign(0) = 0`` would give
+    a binary network a third value, and exactly-zero inputs are common (zero
+    init, ReLU outputs).
 
     Backward:
 
@@ -83,9 +84,12 @@ def ste_sign(x, clip: Optional[float] = None):
               \begin{cases} 1 & \text{clip is None} \\
                             \mathbb{1}\{|x| \le \text{clip}\} & \text{otherwise (BinaryNet)} \end{cases}
 
-    Reference: M. Courbariaux, I. Hubara, D. Soudry, R. El-Yaniv, Y. Bengio,
-    *Binarized Neural Networks*, arXiv:1602.02830, 2016 (the clipped
-    straight-through estimator, "hard tanh").
+    References: M. Courbariaux, Y. Bengio, J.-P. David, *BinaryConnect:
+    Training Deep Neural Networks with binary weights during propagations*,
+    NeurIPS 2015, arXiv:1511.00363 (binary weights with sign(0) = +1, the plain
+    straight-through gradient); M. Courbariaux, I. Hubara, D. Soudry,
+    R. El-Yaniv, Y. Bengio, *Binarized Neural Networks*, arXiv:1602.02830,
+    2016 (the clipped straight-through estimator, "hard tanh").
 
     Raises:
         TypeError: ``x`` is not a floating tensor.
@@ -143,10 +147,12 @@ def xnor_binarize(x, axis=None):
     :math:`E` stopped gives :math:`E\,\partial L/\partial y`; larq's
     ``MagnitudeAwareSign`` (Bi-Real Net's scaled sign, one scale per output
     channel) gives :math:`E\,\mathbb{1}\{|x| \le 1\}\,\partial L/\partial y`;
-    the paper (§3.1) and its PyTorch reference code (jiecaoyu/XNOR-Net-PyTorch,
-    ``updateBinaryGradWeight``) keep the clip :math:`\mathbb{1}\{|x| \le 1\}`
-    and differentiate :math:`E` as well (the product rule; the code also
-    rescales the result by a constant factor).
+    the paper (§3.1) keeps a clip and a term through the scale,
+    :math:`\partial L/\partial \tilde W_i\,(1/n + \alpha\,\mathbb{1}\{|W_i| \le 1\})`,
+    which the authors' Torch code (allenai/XNOR-Net, ``updateBinaryGradWeight``)
+    implements per output filter, times a constant factor; a widely used
+    PyTorch port (jiecaoyu/XNOR-Net-PyTorch) keeps the full product-rule sum
+    through the scale instead of its diagonal :math:`1/n` term.
 
     Reference: M. Rastegari, V. Ordonez, J. Redmon, A. Farhadi, *XNOR-Net:
     ImageNet Classification Using Binary Convolutional Neural Networks*,
@@ -177,7 +183,10 @@ def dorefa_quantize(x, bits: int):
     .. math:: y = \frac{\operatorname{round}(n \cdot \operatorname{clip}(x, 0, 1))}{n}
 
     Backward: :math:`\partial y/\partial x := \mathbb{1}\{0 \le x \le 1\}`
-    (straight through inside the range, zero where the clip is active).
+    (straight through inside the range, zero where the clip is active).  In
+    the paper the straight-through estimator of :math:`q_k` is the pure
+    identity and the clip to :math:`[0, 1]` belongs to the activation before
+    it; this function merges the two (as larq's ``DoReFa`` does).
 
     Reference: S. Zhou, Y. Wu, Z. Ni, X. Zhou, H. Wen, Y. Zou, *DoReFa-Net:
     Training Low Bitwidth Convolutional Neural Networks with Low Bitwidth
