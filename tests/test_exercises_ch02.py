@@ -35,8 +35,21 @@ def clipped_identity_ste_custom(x):  # not the chapter's tool, but a correct op
     return tf.sign(x), lambda dy: dy * tf.cast(tf.abs(x) <= 1, dy.dtype)
 
 
-def scaled_gradient(x, s):
+def clipped_identity_ste_exact(x):  # the chapter's solution: the bit-exact arrangement
+    t = tf.clip_by_value(x, -1.0, 1.0)
+    return tf.stop_gradient(tf.sign(x)) - (tf.stop_gradient(t) - t)
+
+
+def scaled_gradient(x, s):  # the chapter's solution: the bit-exact arrangement
+    return tf.stop_gradient(x) - (tf.stop_gradient(s * x) - s * x)
+
+
+def scaled_gradient_textbook(x, s):  # g + sg(f - g): right, but rounds twice
     return s * x + tf.stop_gradient((1 - s) * x)
+
+
+def scale_gradient_muzero(x, s):  # the form of MuZero's pseudocode: rounds too
+    return x * s + tf.stop_gradient(x) * (1 - s)
 
 
 def td_loss(w, phi, phi_next, reward, gamma):
@@ -47,7 +60,7 @@ def td_loss(w, phi, phi_next, reward, gamma):
 
 # -- ch02-ex1 ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [clipped_identity_ste, clipped_identity_ste_min_max,
+@pytest.mark.parametrize("answer", [clipped_identity_ste, clipped_identity_ste_exact, clipped_identity_ste_min_max,
                                     clipped_identity_ste_mask, clipped_identity_ste_custom])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex1_correct_answers_pass(answer, lang):
@@ -56,13 +69,28 @@ def test_ex1_correct_answers_pass(answer, lang):
     assert ("[-1, 1]" in feedback.message)
 
 
-def test_ex1_plain_ste_is_rejected_outside_the_clip():
+# The three most likely wrong answers of ch02-ex1, each named by its own message.
+
+def test_ex1_plain_ste_without_the_clip_is_named():
     feedback = exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x))
     assert not feedback.passed
-    assert feedback.message == ("at x = 1.5: your gradient is 1; expected 0. "
-                                "Because |x| > 1, the gradient must be blocked (0).")
+    assert feedback.message == ("your gradient is 1 everywhere, also where |x| > 1 (at x = 1.5: 1; expected 0): "
+                                "that is the plain straight-through estimator, g(x) = x. Use g(x) = clip(x, -1, 1), "
+                                "whose gradient is 0 outside [-1, 1].")
     zh = exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x), lang="zh")
-    assert zh.message.startswith("在 x = 1.5 处，") and "|x| > 1" in zh.message
+    assert zh.message.startswith("你的梯度处处为 1") and "普通的直通估计器" in zh.message
+
+
+def test_ex1_gradient_wrong_only_outside_gets_the_blocked_hint():
+    def leaky(x):  # gradient 1 inside, 0.5 outside: no recognised pattern, the generic hint
+        t = tf.where(tf.abs(x) <= 1, x, 0.5 * x)
+        return t + tf.stop_gradient(tf.sign(x) - t)
+
+    feedback = exercises.check("ch02-ex1", leaky)
+    assert feedback.message == ("at x = 1.5: your gradient is 0.5; expected 0. "
+                                "Because |x| > 1, the gradient must be blocked (0).")
+    zh = exercises.check("ch02-ex1", leaky, lang="zh").message
+    assert zh.endswith("因为 |x| > 1，梯度应被阻断（为 0）。") and "截断" not in zh
 
 
 def test_ex1_sign_alone_gets_the_zero_gradient_hint():
@@ -72,28 +100,39 @@ def test_ex1_sign_alone_gets_the_zero_gradient_hint():
     assert "处处为 0" in exercises.check("ch02-ex1", tf.sign, lang="zh").message
 
 
-def test_ex1_tanh_surrogate_is_rejected_inside():
-    feedback = exercises.check("ch02-ex1", lambda x: tf.tanh(x) + tf.stop_gradient(tf.sign(x) - tf.tanh(x)))
+def test_ex1_tanh_surrogate_is_named():
+    answer = lambda x: tf.tanh(x) + tf.stop_gradient(tf.sign(x) - tf.tanh(x))  # noqa: E731
+    feedback = exercises.check("ch02-ex1", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("at x = 0.5: your gradient is 0.786")
-    assert "|x| ≤ 1" in feedback.message
+    assert feedback.message.startswith("your gradient is 1 - tanh(x)^2 (at x = 0.5: 0.786448; expected 1)")
+    assert "你用的替代函数是 tanh" in exercises.check("ch02-ex1", answer, lang="zh").message
 
 
-def test_ex1_strict_boundary_is_rejected_at_one():
-    def strict(x):
+def test_ex1_strict_boundary_is_named():
+    def strict(x):  # < instead of <=: the boundary excluded
         t = tf.where(tf.abs(x) < 1, x, tf.stop_gradient(x))
         return t + tf.stop_gradient(tf.sign(x) - t)
 
     feedback = exercises.check("ch02-ex1", strict)
     assert not feedback.passed
-    assert feedback.message.startswith("at x = 1: your gradient is 0; expected 1.")
-    assert "boundary included" in feedback.message
+    assert feedback.message.startswith("at x = ±1 your gradient is 0; everywhere else it is right.")
+    assert "needs <=, not <" in feedback.message
+    assert "要用 <=，而不是 <" in exercises.check("ch02-ex1", strict, lang="zh").message
 
 
-def test_ex1_wrong_forward_is_reported_first():
+def test_ex1_clip_as_the_forward_value_is_named():
     feedback = exercises.check("ch02-ex1", lambda x: tf.clip_by_value(x, -1.0, 1.0))
     assert not feedback.passed
-    assert feedback.message == ("at x = 0.5: your value is 0.5; expected 1. "
+    assert feedback.message == ("your value is clip(x, -1, 1) (at x = 0.5: 0.5; expected 1). The clip belongs to "
+                                "the backward pass only: it is the surrogate g whose gradient the op uses. "
+                                "The value must be tf.sign(x).")
+    zh = exercises.check("ch02-ex1", lambda x: tf.clip_by_value(x, -1.0, 1.0), lang="zh").message
+    assert zh.startswith("你的前向值是 clip(x, -1, 1)")
+
+
+def test_ex1_other_wrong_forward_gets_the_generic_message():
+    feedback = exercises.check("ch02-ex1", lambda x: tf.tanh(x))
+    assert feedback.message == ("at x = 0.5: your value is 0.462117; expected 1. "
                                 "The forward pass must be tf.sign(x) (0 at x = 0).")
 
 
@@ -128,10 +167,19 @@ def test_ex1_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
 # -- ch02-ex2 ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_ex2_reference_passes(lang):
+def test_ex2_reference_passes_and_is_bit_exact(lang):
     feedback = exercises.check("ch02-ex2", scaled_gradient, lang=lang)
     assert feedback.passed, feedback.message
     assert "{0.5, -1, 0, 3}" in feedback.message
+    assert ("bit for bit at every point" if lang == "en" else "逐位相同") in feedback.message
+
+
+@pytest.mark.parametrize("answer", [scaled_gradient_textbook, scale_gradient_muzero])
+def test_ex2_inexact_but_close_answers_pass_with_a_note(answer):
+    feedback = exercises.check("ch02-ex2", answer)
+    assert feedback.passed, feedback.message
+    assert "equals x up to rounding: with s = 3 it differs from x in the last bits at 14 of 27 points" in feedback.message
+    assert "27 个点中有 14 个" in exercises.check("ch02-ex2", answer, lang="zh").message
 
 
 def test_ex2_variant_with_a_tensor_scale_passes():
@@ -139,18 +187,42 @@ def test_ex2_variant_with_a_tensor_scale_passes():
     assert feedback.passed, feedback.message
 
 
-def test_ex2_plain_scaling_changes_the_forward_value():
+# The three most likely wrong answers of ch02-ex2, each named by its own message.
+
+def test_ex2_plain_scaling_is_named():
     feedback = exercises.check("ch02-ex2", lambda x, s: s * x)
     assert not feedback.passed
-    assert feedback.message == ("with s = 0.5, at x = 1.5: your value is 0.75; expected 1.5. "
-                                "The forward pass must return x unchanged, whatever s is.")
-    assert exercises.check("ch02-ex2", lambda x, s: s * x, lang="zh").message.startswith("当 s = 0.5 时，在 x = 1.5 处，")
+    assert feedback.message == ("with s = 0.5, your value is s·x (at x = 1.5: 0.75; expected 1.5): you scaled the "
+                                "value together with the gradient. The forward pass must return x unchanged: keep "
+                                "s * x for the gradient and add a stopped term that brings the value back to x.")
+    zh = exercises.check("ch02-ex2", lambda x, s: s * x, lang="zh").message
+    assert zh.startswith("当 s = 0.5 时，你的前向值是 s·x")
 
 
-def test_ex2_swapped_roles_are_rejected():
-    # forward s*x, gradient 1: the stop_gradient on the wrong term
+def test_ex2_stop_on_the_wrong_term_is_named():
+    answer = lambda x, s: tf.stop_gradient(s * x) + (1 - s) * x  # noqa: E731  value x, gradient 1 - s
+    feedback = exercises.check("ch02-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("with s = -1, your gradient is 1 - s = 2, not s = -1: "
+                                       "tf.stop_gradient is on the wrong term.")
+    assert "包错了项" in exercises.check("ch02-ex2", answer, lang="zh").message
+
+
+def test_ex2_stopping_x_itself_is_named():
+    answer = lambda x, s: s * tf.stop_gradient(x)  # noqa: E731
+    feedback = exercises.check("ch02-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("with s = 0.5, the gradient is None")
+    assert "s * tf.stop_gradient(x) stops x on every path" in feedback.message
+    assert "会阻断 x 的每一条路径" in exercises.check("ch02-ex2", answer, lang="zh").message
+
+
+def test_ex2_swapped_roles_are_named():
+    # forward s*x, gradient 1: the stopped and the unstopped term exchanged
     feedback = exercises.check("ch02-ex2", lambda x, s: x + tf.stop_gradient(s * x - x))
-    assert not feedback.passed and "your value is 0.75; expected 1.5" in feedback.message
+    assert not feedback.passed
+    assert feedback.message.startswith("with s = 0.5, your value is s·x and your gradient is 1")
+    assert "the two roles are swapped" in feedback.message
 
 
 def test_ex2_identity_gradient_is_rejected_with_the_reason():
@@ -218,20 +290,44 @@ def test_ex4_stopping_the_prediction_is_named():
 
     feedback = exercises.check("ch02-ex4", reversed_stop)
     assert not feedback.passed and "stopped the prediction v(s) instead of the target" in feedback.message
+    assert "你停止的是预测值 v(s)" in exercises.check("ch02-ex4", reversed_stop, lang="zh").message
 
 
-def test_ex4_stopping_everything_gives_none():
-    feedback = exercises.check("ch02-ex4", lambda w, p, pn, r, g: tf.stop_gradient(td_loss(w, p, pn, r, g)))
-    assert not feedback.passed and "None" in feedback.message and "stop only the target" in feedback.message
+def test_ex4_stopping_the_whole_loss_is_named():
+    answer = lambda w, p, pn, r, g: tf.stop_gradient(td_loss(w, p, pn, r, g))  # noqa: E731
+    feedback = exercises.check("ch02-ex4", answer)
+    assert not feedback.passed
+    assert feedback.message == ("case 1 (gamma = 0.9): the gradient with respect to w is None: the prediction "
+                                "v(s) = phi · w must stay differentiable; stop only the target.")
+    assert "只停止目标值的梯度" in exercises.check("ch02-ex4", answer, lang="zh").message
 
 
-def test_ex4_sum_instead_of_mean_is_a_value_mismatch():
+def test_ex4_sum_instead_of_mean_is_named():
     def summed(w, phi, phi_next, reward, gamma):
         return td_loss(w, phi, phi_next, reward, gamma) * tf.cast(tf.shape(reward)[0], tf.float32)
 
     feedback = exercises.check("ch02-ex4", summed)
     assert not feedback.passed
-    assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is") and "batch mean" in feedback.message
+    assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is")
+    assert "5 times the expected" in feedback.message and "batch mean (tf.reduce_mean)" in feedback.message
+    assert "批求和" in exercises.check("ch02-ex4", summed, lang="zh").message
+
+
+def test_ex4_missing_half_is_named():
+    def no_half(w, phi, phi_next, reward, gamma):
+        return 2 * td_loss(w, phi, phi_next, reward, gamma)
+
+    feedback = exercises.check("ch02-ex4", no_half)
+    assert not feedback.passed and "the factor 1/2 of" in feedback.message and "twice the expected" in feedback.message
+    assert "因子 1/2 漏掉了" in exercises.check("ch02-ex4", no_half, lang="zh").message
+
+
+def test_ex4_other_wrong_values_get_the_generic_message():
+    def shifted(w, phi, phi_next, reward, gamma):
+        return td_loss(w, phi, phi_next, reward, gamma) + 1.0
+
+    feedback = exercises.check("ch02-ex4", shifted)
+    assert "your loss is" in feedback.message and "the batch mean of 1/2" in feedback.message
 
 
 def test_ex4_per_example_losses_have_the_wrong_shape():
@@ -296,3 +392,11 @@ def test_ids_are_registered():
 def test_every_message_has_both_languages():
     for key, texts in ch02.MESSAGES.items():
         assert set(texts) == {"en", "zh"}, key
+
+
+def test_chinese_feedback_says_blocked_not_clipped():
+    # 阻断 = block a gradient; 截断 = clip (the glossary's terms)
+    assert "阻断" in ch02.MESSAGES["ste_outside"]["zh"]
+    for key, texts in ch02.MESSAGES.items():
+        if "blocked" in texts["en"]:
+            assert "截断" not in texts["zh"], key

@@ -3,12 +3,15 @@
 * ``ch02-ex1``: ``clipped_identity_ste(x)``, forward ``tf.sign(x)``, gradient 1
   where :math:`|x| \\le 1` and 0 elsewhere.
 * ``ch02-ex2``: ``scaled_gradient(x, s)``, forward the identity, gradient
-  multiplied by ``s``.
+  multiplied by ``s``.  A correct answer passes whether or not its value is
+  ``x`` bit for bit; the success message says which it is.
 * ``ch02-ex4``: ``td_loss(w, phi, phi_next, reward, gamma)``, the TD(0) loss of
   a linear value function whose target is stopped (a semi-gradient).
 
 Every reference below is a closed NumPy formula, independent of the chapter's
-solutions.
+solutions.  Before the generic "your value is ...; expected ..." message, each
+check recognises the most likely wrong answers and names the mistake
+(``_diagnose_ste``, ``_diagnose_scaled``, the ``td_*`` messages).
 """
 
 from __future__ import annotations
@@ -27,13 +30,38 @@ MESSAGES = {
         "en": "The forward pass must be tf.sign(x) (0 at x = 0).",
         "zh": "前向必须是 tf.sign(x)（在 x = 0 处为 0）。",
     },
+    "ste_forward_clip": {
+        "en": "your value is clip(x, -1, 1) (at x = {x}: {got}; expected {expected}). The clip belongs to the "
+              "backward pass only: it is the surrogate g whose gradient the op uses. The value must be tf.sign(x).",
+        "zh": "你的前向值是 clip(x, -1, 1)（在 x = {x} 处为 {got}，应为 {expected}）。截断只属于反向：它是提供梯度的"
+              "替代函数 g。前向值必须是 tf.sign(x)。",
+    },
+    "ste_unclipped": {
+        "en": "your gradient is 1 everywhere, also where |x| > 1 (at x = {x}: {got}; expected 0): that is the plain "
+              "straight-through estimator, g(x) = x. Use g(x) = clip(x, -1, 1), whose gradient is 0 outside [-1, 1].",
+        "zh": "你的梯度处处为 1，在 |x| > 1 处也是如此（在 x = {x} 处为 {got}，应为 0）：这是普通的直通估计器，"
+              "g(x) = x。请取 g(x) = clip(x, -1, 1)，它的梯度在 [-1, 1] 之外为 0。",
+    },
+    "ste_tanh": {
+        "en": "your gradient is 1 - tanh(x)^2 (at x = {x}: {got}; expected {expected}): your surrogate is tanh. "
+              "The exercise asks for g(x) = clip(x, -1, 1), whose gradient is exactly 1 on [-1, 1].",
+        "zh": "你的梯度是 1 - tanh(x)^2（在 x = {x} 处为 {got}，应为 {expected}）：你用的替代函数是 tanh。"
+              "本题要求 g(x) = clip(x, -1, 1)，它的梯度在 [-1, 1] 上恰好为 1。",
+    },
+    "ste_boundary": {
+        "en": "at x = ±1 your gradient is 0; everywhere else it is right. The boundary belongs to the interval: "
+              "the gradient must be 1 where |x| ≤ 1. tf.clip_by_value's own gradient is 1 at the bounds; "
+              "a hand-made mask needs <=, not <.",
+        "zh": "在 x = ±1 处你的梯度为 0，其余各处都正确。边界属于区间：在 |x| ≤ 1 处梯度必须为 1。"
+              "tf.clip_by_value 自身在边界上的梯度就是 1；自己构造掩码时要用 <=，而不是 <。",
+    },
     "ste_inside": {
         "en": "Because |x| ≤ 1 (the boundary included), the gradient must pass through unchanged.",
         "zh": "因为 |x| ≤ 1（含边界），梯度应原样通过。",
     },
     "ste_outside": {
         "en": "Because |x| > 1, the gradient must be blocked (0).",
-        "zh": "因为 |x| > 1，梯度应被截断（为 0）。",
+        "zh": "因为 |x| > 1，梯度应被阻断（为 0）。",
     },
     "ste_all_zero": {
         "en": "Your gradient is 0 everywhere: tf.sign's own gradient is zero. Put a surrogate g(x) "
@@ -57,11 +85,49 @@ MESSAGES = {
         "en": "The gradient must be s times the upstream gradient, which is 1 here.",
         "zh": "梯度应为上游梯度（此处为 1）的 s 倍。",
     },
+    "scaled_value": {
+        "en": "your value is s·x (at x = {x}: {got}; expected {expected}): you scaled the value together with "
+              "the gradient. The forward pass must return x unchanged: keep s * x for the gradient and add a "
+              "stopped term that brings the value back to x.",
+        "zh": "你的前向值是 s·x（在 x = {x} 处为 {got}，应为 {expected}）：你把值和梯度一起缩放了。前向必须原样"
+              "返回 x：保留 s * x 来提供梯度，再加上一个被停止梯度的项，把值拉回 x。",
+    },
+    "scaled_swapped": {
+        "en": "your value is s·x and your gradient is 1 (at x = {x}: value {got}, expected {expected}): the two "
+              "roles are swapped. The term outside tf.stop_gradient sets the gradient, so it must be s * x; "
+              "the stopped term must bring the value back to x.",
+        "zh": "你的前向值是 s·x，梯度是 1（在 x = {x} 处值为 {got}，应为 {expected}）：两项的角色对调了。"
+              "tf.stop_gradient 之外的项决定梯度，所以它必须是 s * x；被停止的项负责把值拉回 x。",
+    },
+    "scaled_wrong_term": {
+        "en": "your gradient is 1 - s = {got}, not s = {expected}: tf.stop_gradient is on the wrong term. "
+              "The term that stays outside the stop must be s * x, the one whose derivative is s.",
+        "zh": "你的梯度是 1 - s = {got}，而不是 s = {expected}：tf.stop_gradient 包错了项。"
+              "留在停止之外的必须是 s * x，也就是导数为 s 的那一项。",
+    },
+    "scaled_none": {
+        "en": "{where}the gradient is None: no differentiable path from x to your output (s * tf.stop_gradient(x) "
+              "stops x on every path). Keep s * x outside the stop, so that x stays connected even when s = 0: "
+              "the gradient must then be 0, not None.",
+        "zh": "{where}梯度为 None：从 x 到你的输出之间没有可求导的路径（s * tf.stop_gradient(x) 会阻断 x 的每一条"
+              "路径）。请把 s * x 留在停止之外，这样即使 s = 0，x 也仍然连通：此时梯度应为 0，而不是 None。",
+    },
     "scaled_passed": {
         "en": "correct: forward x and gradient s·dy for s in {ss}, including s = 0 (gradient 0, not None) "
               "and s = -1 (a gradient reversal).",
         "zh": "正确：对 s ∈ {ss}，前向为 x、梯度为 s·dy；包括 s = 0（梯度为 0 而不是 None）"
               "和 s = -1（梯度反转）。",
+    },
+    "scaled_exact": {
+        "en": " Your value is x bit for bit at every point.",
+        "zh": "而且你的前向值在每个点上都与 x 逐位相同。",
+    },
+    "scaled_rounded": {
+        "en": " Your value equals x up to rounding: with s = {s} it differs from x in the last bits at {n} of "
+              "{m} points. That is accepted; for a bit-exact value see the chapter's section on the forward "
+              "value, bit for bit.",
+        "zh": "你的前向值只在舍入误差范围内等于 x：当 s = {s} 时，{m} 个点中有 {n} 个在最后几位上与 x 不同。"
+              "这可以接受；想让值逐位精确，请看本章关于前向值逐位精确的一节。",
     },
     # shared by ex1 and ex2
     "upstream": {
@@ -77,6 +143,18 @@ MESSAGES = {
         "en": "{where}your loss is {got}; expected {expected}, the batch mean of "
               "1/2 (v(s) - (r + gamma v(s')))^2.",
         "zh": "{where}你的损失为 {got}，应为 {expected}，即 1/2 (v(s) - (r + gamma v(s')))^2 的批均值。",
+    },
+    "td_half": {
+        "en": "{where}your loss is {got}, twice the expected {expected}: the factor 1/2 of "
+              "1/2 (v(s) - (r + gamma v(s')))^2 is missing.",
+        "zh": "{where}你的损失为 {got}，是应有值 {expected} 的两倍：1/2 (v(s) - (r + gamma v(s')))^2 "
+              "中的因子 1/2 漏掉了。",
+    },
+    "td_sum": {
+        "en": "{where}your loss is {got}, {n} times the expected {expected}: that is the sum over the batch of "
+              "{n} states; return the batch mean (tf.reduce_mean).",
+        "zh": "{where}你的损失为 {got}，是应有值 {expected} 的 {n} 倍：这是对 {n} 个状态的批求和；"
+              "请返回批均值（tf.reduce_mean）。",
     },
     "td_none": {
         "en": "{where}the gradient with respect to w is None: the prediction v(s) = phi · w must stay "
@@ -109,8 +187,11 @@ MESSAGES = {
 # -- elementwise ops: value and vector-Jacobian product ----------------------
 
 def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: Optional[np.ndarray], *, lang: str,
-                   prefix: str = ""):
-    """Run ``fn`` on ``x`` under a tape; return value and gradient (weighted by ``upstream``)."""
+                   prefix: str = "", none_message: str = ""):
+    """Run ``fn`` on ``x`` under a tape; return value and gradient (weighted by ``upstream``).
+
+    ``none_message``, if given, replaces the generic message for a ``None`` gradient.
+    """
     xt = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(xt)
@@ -121,6 +202,8 @@ def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: Optional[np.ndarray], 
         grad = tape.gradient(y, xt, output_gradients=None if upstream is None else tf.constant(upstream))
     except Exception as err:
         raise raised(err, lang, prefix) from None
+    if grad is None and none_message:
+        raise Mismatch(none_message)
     g_array = as_array(grad, lang=lang, what="gradient", where=prefix, shape=x.shape, none_key="none_gradient")
     return y_array, g_array
 
@@ -137,13 +220,28 @@ def _first_bad(got, expected, atol=1e-5):
     return None if bad.size == 0 else int(bad[0])
 
 
+def _matches(got, expected) -> bool:
+    """``got`` equals ``expected`` everywhere, to the checks' tolerance."""
+    return _first_bad(got, np.broadcast_to(expected, np.shape(got))) is None
+
+
 def _compare_elementwise(answer: Callable, x: np.ndarray, value: np.ndarray, grad: np.ndarray, *,
                          lang: str, prefix: str = "", forward_hint: str = "",
                          gradient_hint: Callable[[float], str] = lambda x: "",
-                         all_zero_hint: str = ""):
-    """Compare value and gradient (upstream ones) with the reference arrays; raise on the first mismatch."""
-    y, g = _value_and_vjp(answer, x, None, lang=lang, prefix=prefix)
+                         all_zero_hint: str = "", none_message: str = "",
+                         diagnose: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], str]] = None):
+    """Compare value and gradient (upstream ones) with the reference arrays; raise on the first mismatch.
+
+    ``diagnose(x, y, g)`` runs first when anything mismatches: it returns the
+    message for a recognised wrong answer, or "" to fall back on the generic
+    point-by-point messages.  Returns the answer's value.
+    """
+    y, g = _value_and_vjp(answer, x, None, lang=lang, prefix=prefix, none_message=none_message)
     flat_x = np.ravel(x)
+    if diagnose is not None and (_first_bad(y, value) is not None or _first_bad(g, grad) is not None):
+        text = diagnose(x, y, g)
+        if text:
+            raise Mismatch(prefix + text)
     _compare_values(y, value, x, lang=lang, prefix=prefix, hint=forward_hint)
     i = _first_bad(g, grad)
     if i is not None:
@@ -153,6 +251,7 @@ def _compare_elementwise(answer: Callable, x: np.ndarray, value: np.ndarray, gra
                        what=message(COMMON, "gradient", lang), got=fmt(np.ravel(g)[i]),
                        expected=fmt(np.ravel(grad)[i]))
         raise Mismatch(_join(text, gradient_hint(float(flat_x[i])), lang))
+    return y
 
 
 def _compare_values(y: np.ndarray, value: np.ndarray, x: np.ndarray, *, lang: str, prefix: str = "",
@@ -192,13 +291,42 @@ def _ste_reference(x: np.ndarray):
     return np.sign(x).astype(np.float32), (np.abs(x) <= 1).astype(np.float32)
 
 
+def _at(x, got, expected, mask):
+    """Format the first point of ``mask`` (where the answer is wrong) for a message."""
+    i = int(np.flatnonzero(np.ravel(mask))[0])
+    return dict(x=fmt(np.ravel(x)[i]), got=fmt(np.ravel(got)[i]), expected=fmt(np.ravel(expected)[i]))
+
+
+def _diagnose_ste(x, y, g, lang: str) -> str:
+    """The message for a recognised wrong clipped STE, or ""."""
+    value, grad = _ste_reference(x)
+    clip = np.clip(x, -1, 1)
+    if _matches(y, clip) and not _matches(y, value):
+        wrong = ~np.isclose(clip, value)
+        return message(MESSAGES, "ste_forward_clip", lang, **_at(x, y, value, wrong))
+    if not _matches(y, value):
+        return ""
+    outside = np.abs(x) > 1
+    if _matches(g, 1.0) and outside.any():
+        return message(MESSAGES, "ste_unclipped", lang, **_at(x, g, grad, outside))
+    smooth = 1 - np.tanh(x) ** 2
+    if _matches(g, smooth):
+        return message(MESSAGES, "ste_tanh", lang, **_at(x, g, grad, ~np.isclose(smooth, grad)))
+    boundary = np.abs(x) == 1
+    if (boundary.any() and _matches(g[~boundary], grad[~boundary])
+            and _matches(g[boundary], 0.0)):
+        return message(MESSAGES, "ste_boundary", lang)
+    return ""
+
+
 @exercise("ch02-ex1", MESSAGES, answer="clipped_identity_ste")
 def check_clipped_identity_ste(answer, lang):
     def gradient_hint(x):
         return message(MESSAGES, "ste_inside" if abs(x) <= 1 else "ste_outside", lang)
 
     hints = dict(forward_hint=message(MESSAGES, "ste_forward", lang), gradient_hint=gradient_hint,
-                 all_zero_hint=message(MESSAGES, "ste_all_zero", lang))
+                 all_zero_hint=message(MESSAGES, "ste_all_zero", lang),
+                 diagnose=lambda x, y, g: _diagnose_ste(x, y, g, lang))
     value, grad = _ste_reference(STE_POINTS)
     _compare_elementwise(answer, STE_POINTS, value, grad, lang=lang, **hints)
     # any shape: a 2-D batch of the same points
@@ -216,19 +344,43 @@ SCALED_POINTS = kink_and_random_points([0.0, 1.5, -2.0], seed=3)
 SCALES = (0.5, -1.0, 0.0, 3.0)
 
 
+def _diagnose_scaled(x, y, g, s: float, lang: str) -> str:
+    """The message for a recognised wrong scaled gradient, or ""."""
+    if s != 1 and _matches(y, s * x) and not _matches(y, x):
+        key = "scaled_swapped" if _matches(g, 1.0) else "scaled_value"
+        return message(MESSAGES, key, lang, **_at(x, y, x, ~np.isclose(s * x, x)))
+    if _matches(y, x) and not np.isclose(1 - s, s) and _matches(g, 1 - s):
+        return message(MESSAGES, "scaled_wrong_term", lang, got=fmt(1 - s), expected=fmt(s))
+    return ""
+
+
+def _bits_differ(y: np.ndarray, x: np.ndarray) -> int:
+    """How many entries of ``y`` are not ``x`` exactly (the sign of zero included)."""
+    return int(np.sum((y != x) | (np.signbit(y) != np.signbit(x))))
+
+
 @exercise("ch02-ex2", MESSAGES, answer="scaled_gradient")
 def check_scaled_gradient(answer, lang):
     x = SCALED_POINTS
+    inexact = []
     for s in SCALES:
         prefix = message(MESSAGES, "with_s", lang, s=fmt(s))
-        _compare_elementwise(lambda v, s=s: answer(v, s), x, x.copy(), np.full_like(x, s), lang=lang,
-                             prefix=prefix, forward_hint=message(MESSAGES, "scaled_forward", lang),
-                             gradient_hint=lambda _x: message(MESSAGES, "scaled_gradient", lang))
+        y = _compare_elementwise(lambda v, s=s: answer(v, s), x, x.copy(), np.full_like(x, s), lang=lang,
+                                 prefix=prefix, forward_hint=message(MESSAGES, "scaled_forward", lang),
+                                 gradient_hint=lambda _x: message(MESSAGES, "scaled_gradient", lang),
+                                 none_message=message(MESSAGES, "scaled_none", lang, where=prefix),
+                                 diagnose=lambda x_, y_, g_, s=s: _diagnose_scaled(x_, y_, g_, s, lang))
+        if _bits_differ(y, x):
+            inexact.append((s, _bits_differ(y, x)))
     s = SCALES[0]
     _compare_upstream(lambda v: answer(v, s), x, x.copy(), np.full_like(x, s), 4.0, lang=lang,
                       prefix=message(MESSAGES, "with_s", lang, s=fmt(s)),
                       forward_hint=message(MESSAGES, "scaled_forward", lang))
-    return message(MESSAGES, "scaled_passed", lang, ss="{" + ", ".join(fmt(s) for s in SCALES) + "}")
+    passed = message(MESSAGES, "scaled_passed", lang, ss="{" + ", ".join(fmt(s) for s in SCALES) + "}")
+    if not inexact:
+        return passed + message(MESSAGES, "scaled_exact", lang)
+    s, n = max(inexact, key=lambda pair: pair[1])
+    return passed + message(MESSAGES, "scaled_rounded", lang, s=fmt(s), n=n, m=x.size)
 
 
 # -- ch02-ex4: TD(0) loss with a stopped target -----------------------------------
@@ -266,6 +418,17 @@ def _close(a, b):
     return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
 
+def _value_message(value: float, expected: float, n: int, where: str, lang: str) -> str:
+    """The message for a wrong loss value; the two common slips (no 1/2, a sum) are named."""
+    values = dict(where=where, got=fmt(value), expected=fmt(expected))
+    if not np.isclose(expected, 0, atol=1e-6):
+        if np.isclose(value, 2 * expected, rtol=1e-4):
+            return message(MESSAGES, "td_half", lang, **values)
+        if n > 1 and np.isclose(value, n * expected, rtol=1e-4):
+            return message(MESSAGES, "td_sum", lang, n=n, **values)
+    return message(MESSAGES, "td_value", lang, **values)
+
+
 @exercise("ch02-ex4", MESSAGES, answer="td_loss")
 def check_td_loss(answer, lang):
     loss_word = message(MESSAGES, "loss_word", lang)
@@ -279,7 +442,7 @@ def check_td_loss(answer, lang):
         expected, semi, full, target_only = td_reference(case["w"], case["phi"], case["phi_next"],
                                                          case["reward"], case["gamma"])
         if not np.isclose(value, expected, rtol=1e-4, atol=1e-6):
-            raise Mismatch(message(MESSAGES, "td_value", lang, where=where, got=fmt(value), expected=fmt(expected)))
+            raise Mismatch(_value_message(value, expected, len(case["reward"]), where, lang))
         require_tensor(loss, lang=lang, where=where)
         try:
             grad = tape.gradient(loss, w)
