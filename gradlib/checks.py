@@ -33,11 +33,12 @@ _VERDICT = {
     "en": {"ok": "<gradient OK: {errors} over {size} entries {tolerance}>",
            "wrong": "<gradient WRONG: at {where} autodiff gives {autodiff}{note}, finite differences give "
                     "{numeric}; {errors} {tolerance}>",
-           "point": "the point", "none": " (autodiff returned None, taken as 0)",
+           "point": "the point", "entry": "{index}", "none": " (autodiff returned None, taken as 0)",
+           "tolerance": "(atol={atol:g}, rtol={rtol:g})",
            "abs": "max abs error {value}", "rel": "max rel error {value}"},
     "zh": {"ok": "<梯度正确：{errors}，共 {size} 个元素 {tolerance}>",
-           "wrong": "<梯度错误：在 {where} 处自动微分给出 {autodiff}{note}，有限差分给出 {numeric}；{errors} {tolerance}>",
-           "point": "该点", "none": "（自动微分返回 None，按 0 计）",
+           "wrong": "<梯度错误：{where}自动微分给出 {autodiff}{note}，有限差分给出 {numeric}；{errors}{tolerance}>",
+           "point": "在该点处", "entry": "在 {index} 处", "tolerance": "（atol={atol:g}，rtol={rtol:g}）", "none": "（自动微分返回 None，按 0 计）",
            "abs": "最大绝对误差 {value}", "rel": "最大相对误差 {value}"},
 }
 
@@ -74,10 +75,11 @@ class GradientCheck:
         errors = text["abs"].format(value=f"{self.max_abs_error:.2g}")
         if np.isfinite(self.max_rel_error):
             errors += (", " if self.lang == "en" else "，") + text["rel"].format(value=f"{self.max_rel_error:.2g}")
-        tolerance = f"(atol={self.atol:g}, rtol={self.rtol:g})"
+        tolerance = text["tolerance"].format(atol=self.atol, rtol=self.rtol)
         if self.ok:
             return text["ok"].format(errors=errors, size=self.numeric.size, tolerance=tolerance)
-        where = f"[{', '.join(map(str, self.worst))}]" if self.worst else text["point"]
+        index = f"[{', '.join(map(str, self.worst))}]"
+        where = text["entry"].format(index=index) if self.worst else text["point"]
         return text["wrong"].format(
             where=where, autodiff=f"{float(self.autodiff[self.worst]):.6g}",
             note=text["none"] if self.autodiff_was_none else "",

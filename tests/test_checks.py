@@ -278,7 +278,7 @@ def test_relative_error_is_taken_where_the_slope_is_not_zero():
 
 def test_verdict_in_chinese():
     ok = gradlib.check_gradient(tf.sin, X, lang="zh")
-    assert repr(ok).startswith("<梯度正确：最大绝对误差") and "共 25 个元素" in repr(ok)
+    assert repr(ok).startswith("<梯度正确：最大绝对误差") and "共 25 个元素（atol=1e-05，rtol=0.001）>" in repr(ok)
     wrong = gradlib.check_gradient(_wrong_sin(), X, lang="zh")
     text = repr(wrong)
     assert text.startswith("<梯度错误：在 [") and "自动微分给出" in text and "有限差分给出" in text
@@ -379,3 +379,8 @@ def test_unbound_access_and_introspection():
     assert _Scale.__call__ is _Scale.__dict__["__call__"]  # read from the class: not bound
     import inspect
     assert list(inspect.signature(_Scale().__call__).parameters) == ["x"]
+
+
+def test_chinese_verdict_at_a_scalar_point_has_no_stray_spaces():
+    text = repr(gradlib.check_gradient(lambda v: tf.stop_gradient(v) * 2.0, 1.0, lang="zh"))
+    assert text.startswith("<梯度错误：在该点处自动微分给出 0") and "在 该点 处" not in text
