@@ -36,7 +36,7 @@ _VERDICT = {
            "point": "the point", "entry": "{index}", "none": " (autodiff returned None, taken as 0)",
            "tolerance": "(atol={atol:g}, rtol={rtol:g})",
            "abs": "max abs error {value}", "rel": "max rel error {value}"},
-    "zh": {"ok": "<梯度正确：{errors}，共 {size} 个元素 {tolerance}>",
+    "zh": {"ok": "<梯度正确：{errors}，共 {size} 个元素{tolerance}>",
            "wrong": "<梯度错误：{where}自动微分给出 {autodiff}{note}，有限差分给出 {numeric}；{errors}{tolerance}>",
            "point": "在该点处", "entry": "在 {index} 处", "tolerance": "（atol={atol:g}，rtol={rtol:g}）", "none": "（自动微分返回 None，按 0 计）",
            "abs": "最大绝对误差 {value}", "rel": "最大相对误差 {value}"},
