@@ -52,13 +52,13 @@ __all__ = ["DEFAULTS", "SELECTION_SEEDS", "choose_learning_rate", "lambda_schedu
 # "The authors' script" is experiments_moons.py in the authors' repository
 # GRAAL-Research/domain_adversarial_neural_network.
 DEFAULTS: Dict[str, Any] = {
-    "n_per_class": 150,      # ours (the authors' script draws 150 points in all, 75 per class)
+    "n_per_class": 150,      # the paper's (§5.1.1); the authors' script draws 150 per domain, 75 per class
     "noise": 0.1,            # ours, fixed before any training (the script: 0.05, then the data scaled by 2)
     "rotation_deg": 35.0,    # the paper's rotation
     "hidden": 15,            # the paper's 15 sigmoid units
     "steps": 4000,           # ours: full-batch steps; the training curves have flattened well before
     "learning_rate": 0.03,   # mu_0: lowest source-validation loss on the selection seeds (choose_learning_rate)
-    "lam": 1.0,              # lambda_p rises to 1: the paper's schedule (§5.2.2), not tuned (the script: 6, constant)
+    "lam": 1.0,              # lambda_p rises to 1: the paper's schedule (§5.2.2), not tuned (its moons: 6, constant)
     "domain_hidden": 0,      # 0 = logistic regression, the paper's shallow DANN and the script's
     "optimizer": "adam",     # "adam", or "gd": full-batch gradient descent ("sgd" is the same); the script: per-example SGD
     "test_per_class": 500,   # held-out points per class and domain (source validation, target test)

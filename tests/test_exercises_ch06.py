@@ -32,9 +32,24 @@ def reverse_gradient_closure(x, lam):  # lam closed over, x the only input
     return op(x)
 
 
-def grl_trick(x, lam):
+def grl_trick(x, lam):  # the reference solution of ex3: exact, signed zeros included
+    t = -lam * x
+    return tf.stop_gradient(x) - (tf.stop_gradient(t) - t)
+
+
+def grl_trick_textbook(x, lam):  # the most likely wrong answer to ex3: rounds twice
     t = -lam * x
     return t + tf.stop_gradient(x - t)
+
+
+def grl_trick_added_zero(x, lam):  # exact except that -0.0 becomes +0.0
+    t = -lam * x
+    return tf.stop_gradient(x) + (t - tf.stop_gradient(t))
+
+
+def grl_trick_sum_first(x, lam):  # (x + t) - t: rounds too
+    t = -lam * x
+    return (tf.stop_gradient(x) + t) - tf.stop_gradient(t)
 
 
 def grl_trick_straight_through(x, lam):
@@ -98,17 +113,21 @@ def test_ex1_correct_answers_pass(answer, lang):
 
 
 def test_ex1_trick_is_rejected_because_it_is_not_bit_exact():
-    feedback = exercises.check("ch06-ex1", grl_trick)
+    feedback = exercises.check("ch06-ex1", grl_trick_textbook)
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 0.5, at x = ")
-    assert "not exactly x" in feedback.message and "of 200 values do" in feedback.message
+    assert "not exactly x" in feedback.message and "of 202 values do" in feedback.message
     assert "tf.identity(x)" in feedback.message
-    zh = exercises.check("ch06-ex1", grl_trick, lang="zh")
+    zh = exercises.check("ch06-ex1", grl_trick_textbook, lang="zh")
     assert zh.message.startswith("当 λ = 0.5 时，在 x = ") and "并不严格等于 x" in zh.message
 
 
+def test_ex1_the_exact_trick_passes_too():
+    assert exercises.check("ch06-ex1", grl_trick).passed
+
+
 def test_ex1_exactness_message_shows_all_digits():
-    message = exercises.check("ch06-ex1", grl_trick).message
+    message = exercises.check("ch06-ex1", grl_trick_textbook).message
     x_text = message.split("at x = ")[1].split(":")[0]
     got_text = message.split("your value is ")[1].split(",")[0]
     assert x_text != got_text and len(x_text.replace("-", "").replace(".", "")) >= 8
@@ -196,20 +215,40 @@ def test_ex1_answer_that_only_handles_vectors_is_rejected():
 
 @pytest.mark.parametrize("answer", [grl_trick, grl_trick_straight_through, reverse_gradient, gradlib.gradient_reversal])
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_ex3_correct_answers_pass(answer, lang):
+def test_ex3_correct_answers_pass(answer, lang):  # the check cannot tell a custom gradient from the trick
     feedback = exercises.check("ch06-ex3", answer, lang=lang)
     assert feedback.passed, feedback.message
 
 
-def test_ex3_reports_how_many_values_are_not_bit_exact():
-    trick = exercises.check("ch06-ex3", grl_trick).message
-    exact = exercises.check("ch06-ex3", reverse_gradient).message
-    count = int(trick.split("With λ = 0.5, ")[1].split(" of your")[0])
-    assert 0 < count < 200
-    assert "With λ = 0.5, 0 of your 200 values" in exact
-    # the count is the real number of inexact values
+def test_ex3_textbook_arrangement_is_told_it_rounds_twice():
+    feedback = exercises.check("ch06-ex3", grl_trick_textbook)
+    assert not feedback.passed
+    assert feedback.message.startswith("with λ = 0.5, at x = ") and "not exactly x" in feedback.message
+    assert "rounds twice" in feedback.message and "t − t is exactly 0" in feedback.message
+    count = int(feedback.message.split("(")[1].split(" of 202")[0])
     x = tf.constant(ch06.EXACT_POINTS)
-    assert count == int(np.sum(grl_trick(x, 0.5).numpy() != ch06.EXACT_POINTS))
+    bits = grl_trick_textbook(x, 0.5).numpy().view(np.int32)
+    assert count == int(np.sum(bits != ch06.EXACT_POINTS.view(np.int32)))  # the real number, -0.0 included
+    zh = exercises.check("ch06-ex3", grl_trick_textbook, lang="zh")
+    assert "舍入两次" in zh.message and "t − t 恰好为 0" in zh.message
+
+
+def test_ex3_sum_before_the_zero_is_told_it_rounds_too():
+    feedback = exercises.check("ch06-ex3", grl_trick_sum_first)
+    assert not feedback.passed and "(x + t) − t rounds twice" in feedback.message
+
+
+def test_ex3_added_zero_is_told_about_the_sign_of_zero():
+    feedback = exercises.check("ch06-ex3", grl_trick_added_zero)
+    assert not feedback.passed
+    assert feedback.message == ("with λ = 0.5, at x = −0.0: your value is +0.0. Every other value is exact, but "
+                                "adding a zero loses the sign of −0.0 (−0 + 0 = +0); subtracting it keeps it "
+                                "(−0 − 0 = −0).")
+    assert "−0.0 的符号" in exercises.check("ch06-ex3", grl_trick_added_zero, lang="zh").message
+
+
+def test_ex3_says_bit_for_bit_when_correct():
+    assert "bit for bit (−0.0 included)" in exercises.check("ch06-ex3", grl_trick).message
 
 
 def test_ex3_none_for_lambda_zero_is_reported():
@@ -251,6 +290,12 @@ def test_ex2_typical_mistakes_are_named(answer, start, hint):
     assert zh.message.startswith("在 p = ") and not zh.passed
 
 
+def test_ex2_none_asks_for_a_number_not_a_tensor():
+    feedback = exercises.check("ch06-ex2", lambda p: None)
+    assert feedback.message == "p = 0: your function returned None; return the number λ_p (a Python float is fine)."
+    assert "请返回数值 λ_p" in exercises.check("ch06-ex2", lambda p: None, lang="zh").message
+
+
 def test_ex2_other_wrong_values_get_the_plain_message():
     feedback = exercises.check("ch06-ex2", lambda p: p)
     assert not feedback.passed
@@ -277,7 +322,7 @@ def test_lambda_reference_matches_gradlib_and_tanh():
 
 HOSTILE = [
     (lambda *a: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *a: None, "returned None"),
+    (lambda *a: None, "returned None"),  # ex2 asks for a number, ex1/ex3 for a tensor
     (lambda *a: a[0] * float("nan"), "NaN"),
     (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected"),
     (lambda *a: "reverse", "not a numeric tensor"),

@@ -5,8 +5,10 @@
   upstream gradient.
 * ``ch06-ex2``: ``dann_lambda(p)``, the schedule
   :math:`\\lambda_p = 2/(1 + e^{-10 p}) - 1` of Ganin et al. (2016).
-* ``ch06-ex3``: ``grl_trick(x, lam)``, the same layer with the stop_gradient
-  trick: the value is ``x`` up to rounding.
+* ``ch06-ex3``: ``grl_trick(x, lam)``, the same layer with ``tf.stop_gradient``
+  only, whose value is ``x`` bit for bit, signed zeros included: the
+  textbook ``t + sg(x - t)`` rounds twice, ``sg(x) + (t - sg(t))`` turns
+  ``-0.0`` into ``+0.0``, and ``sg(x) - (sg(t) - t)`` is exact.
 
 ``lam`` is tried as Python numbers (0 included), as a tensor, as a
 ``tf.Variable`` and as a ``tf.Variable`` changed by ``assign`` between two
@@ -92,13 +94,29 @@ MESSAGES = {
               "以及不为 1 的上游梯度，前向值都与 x 逐位相同，梯度都是 −λ·dy。",
     },
     "ex3_passed": {
-        "en": "correct: the value is x up to rounding and the gradient is −λ·dy for λ in {lams}, "
+        "en": "correct: the value is x bit for bit (−0.0 included) and the gradient is −λ·dy for λ in {lams}, "
               "for λ as a tensor and a tf.Variable (also changed by assign inside a tf.function), "
-              "for a 2-D input and for upstream gradients other than 1. With λ = 0.5, {count} of your {n} "
-              "values differ from x in the last bits: the price of t + (x − t).",
+              "for a 2-D input and for upstream gradients other than 1, with tf.stop_gradient alone.",
         "zh": "正确：对 λ ∈ {lams}、λ 为张量或 tf.Variable（包括在 tf.function 中用 assign 修改）、二维输入，"
-              "以及不为 1 的上游梯度，前向值在舍入误差内等于 x，梯度都是 −λ·dy。λ = 0.5 时，你的 {n} 个值中有 "
-              "{count} 个与 x 在最后几位不同：这是 t + (x − t) 的代价。",
+              "以及不为 1 的上游梯度，只用 tf.stop_gradient，前向值都与 x 逐位相同（包括 −0.0），梯度都是 −λ·dy。",
+    },
+    "trick_rounds": {
+        "en": "with λ = {lam}, at x = {x}: your value is {got}, not exactly x ({count} of {n} values differ in "
+              "the last bits). A sum such as t + (x − t) or (x + t) − t rounds twice. Arrange it so that x "
+              "meets only an exact zero going forward: t − t is exactly 0 for every finite t.",
+        "zh": "当 λ = {lam} 时，在 x = {x} 处，你的前向值为 {got}，并不严格等于 x（{n} 个值中有 {count} 个在最后几位不同）。"
+              "t + (x − t) 或 (x + t) − t 这样的和要舍入两次。请换一种写法，让 x 在前向只与一个精确的零运算："
+              "对任何有限的 t，t − t 恰好为 0。",
+    },
+    "trick_signed_zero": {
+        "en": "with λ = {lam}, at x = −0.0: your value is +0.0. Every other value is exact, but adding a zero "
+              "loses the sign of −0.0 (−0 + 0 = +0); subtracting it keeps it (−0 − 0 = −0).",
+        "zh": "当 λ = {lam} 时，在 x = −0.0 处，你的前向值为 +0.0。其余的值都精确，但加上一个零会丢掉 −0.0 的符号"
+              "（−0 + 0 = +0）；减去它则能保留（−0 − 0 = −0）。",
+    },
+    "number_none": {
+        "en": "{where}your function returned None; return the number λ_p (a Python float is fine).",
+        "zh": "{where}你的函数返回了 None；请返回数值 λ_p（Python 浮点数即可）。",
     },
     # ex2
     "lam_word": {"en": "λ_p", "zh": "λ_p"},
@@ -150,8 +168,15 @@ def _exact(value) -> str:
 POINTS = kink_and_random_points([0.0, 1.5, -2.0, 0.1], seed=6)
 LAMS = (1.0, 0.5, 0.0, 2.0)
 UPSTREAM = np.random.default_rng(7).uniform(-3, 3, POINTS.shape).astype(np.float32)
-# Random points where t + (x - t) with t = -0.5 x differs from x for many of them.
-EXACT_POINTS = np.random.default_rng(8).uniform(-3, 3, 200).astype(np.float32)
+# Random points where t + (x - t) with t = -0.5 x differs from x for many of
+# them, then the two zeros: the sign of -0.0 is what an added zero loses.
+EXACT_POINTS = np.concatenate([np.random.default_rng(8).uniform(-3, 3, 200).astype(np.float32),
+                               np.array([0.0, -0.0], np.float32)])
+EXACT_LAMS = (0.5, 2.0, 0.3)
+
+
+def _bits(values) -> np.ndarray:
+    return np.asarray(values, np.float32).view(np.int32)
 
 
 def _run(answer: Callable, x: np.ndarray, lam, upstream, *, lang: str, prefix: str):
@@ -288,7 +313,7 @@ def check_reverse_gradient(answer, lang):
     _check_reversal(answer, lang)
     prefix = _text("with_lam", lang, lam=fmt(0.5), kind="")
     y = _compare(answer, EXACT_POINTS, 0.5, 0.5, lang=lang, prefix=prefix)
-    differ = np.flatnonzero(y != EXACT_POINTS)
+    differ = np.flatnonzero(_bits(y) != _bits(EXACT_POINTS))
     if differ.size:
         i = int(differ[0])
         raise Mismatch(_text("not_exact", lang, lam=fmt(0.5), x=_exact(EXACT_POINTS[i]), got=_exact(y[i]),
@@ -299,10 +324,21 @@ def check_reverse_gradient(answer, lang):
 @exercise("ch06-ex3", MESSAGES, answer="grl_trick")
 def check_grl_trick(answer, lang):
     _check_reversal(answer, lang)
-    y = _compare(answer, EXACT_POINTS, 0.5, 0.5, lang=lang,
-                 prefix=_text("with_lam", lang, lam=fmt(0.5), kind=""))
-    return _text("ex3_passed", lang, lams=_lams_text(), count=int(np.sum(y != EXACT_POINTS)),
-                 n=EXACT_POINTS.size)
+    zeros = EXACT_POINTS == 0
+    signed_zero = None
+    for lam in EXACT_LAMS:  # rounding is the bigger problem: it is reported first, for any λ
+        y = _compare(answer, EXACT_POINTS, lam, lam, lang=lang, prefix=_text("with_lam", lang, lam=fmt(lam), kind=""))
+        differ = _bits(y) != _bits(EXACT_POINTS)
+        rounded = np.flatnonzero(differ & ~zeros)
+        if rounded.size:
+            i = int(rounded[0])
+            raise Mismatch(_text("trick_rounds", lang, lam=fmt(lam), x=_exact(EXACT_POINTS[i]), got=_exact(y[i]),
+                                 count=int(np.sum(differ)), n=EXACT_POINTS.size))
+        if signed_zero is None and np.any(differ & zeros):
+            signed_zero = lam
+    if signed_zero is not None:
+        raise Mismatch(_text("trick_signed_zero", lang, lam=fmt(signed_zero)))
+    return _text("ex3_passed", lang, lams=_lams_text())
 
 
 # -- ex2: the lambda schedule ------------------------------------------------------
@@ -336,7 +372,7 @@ def check_dann_lambda(answer, lang):
         where = f"p = {fmt(p)}: "
         value = call(answer, p, lang=lang, where=where)
         if value is None:
-            raise Mismatch(message(COMMON, "none", lang, where=where))
+            raise Mismatch(_text("number_none", lang, where=where))
         if isinstance(value, bool):
             raise Mismatch(message(COMMON, "not_numeric", lang, where=where, kind="bool"))
         array = to_array(value)
