@@ -150,7 +150,8 @@ def xnor_binarize(x, axis=None):
     the paper (§3.1) keeps a clip and a term through the scale,
     :math:`\partial L/\partial \tilde W_i\,(1/n + \alpha\,\mathbb{1}\{|W_i| \le 1\})`,
     which the authors' Torch code (allenai/XNOR-Net, ``updateBinaryGradWeight``)
-    implements per output filter, times a constant factor; a widely used
+    implements per output filter with the clip :math:`|W_i| < 1`, times a
+    constant factor; a widely used
     PyTorch port (jiecaoyu/XNOR-Net-PyTorch) keeps the full product-rule sum
     through the scale instead of its diagonal :math:`1/n` term.
 
