@@ -41,8 +41,9 @@ def _with_derivative(x: tf.Tensor, forward: Callable[[tf.Tensor], tf.Tensor],
 
 
 def _sign_pm1(x: tf.Tensor) -> tf.Tensor:
-    """Sign with two values: +1 for x >= 0, -1 otherwise."""
-    return tf.where(x >= 0, tf.ones_like(x), -tf.ones_like(x))
+    """Sign with two values: +1 for x >= 0, -1 otherwise; NaN stays NaN (never a silent -1)."""
+    signs = tf.where(x >= 0, tf.ones_like(x), -tf.ones_like(x))
+    return tf.where(tf.math.is_nan(x), x, signs)
 
 
 def _identity_derivative(x):
@@ -76,7 +77,7 @@ def ste_sign(x, clip: Optional[float] = None):
 
     Note ``sign(0) = +1`` (as in BinaryConnect): ``tf.sign(0) = 0`` would give
     a binary network a third value, and exactly-zero inputs are common (zero
-    init, ReLU outputs).
+    init, ReLU outputs).  A NaN input gives NaN, as ``tf.sign`` does.
 
     Backward:
 
@@ -212,8 +213,12 @@ def _approx_sign(x, **_):
 
 
 def _swish_sign(x, beta=5.0, **_):
+    # Where |beta x| > 80 the derivative is below 1e-32 and 0 in float32; the
+    # formula itself would give inf/inf = NaN once beta x overflows.
     bx = beta * x
-    return beta * (2 - bx * tf.tanh(bx / 2)) / (1 + tf.cosh(bx))
+    safe = tf.where(tf.abs(bx) > 80, tf.zeros_like(bx), bx)
+    value = beta * (2 - safe * tf.tanh(safe / 2)) / (1 + tf.cosh(safe))
+    return tf.where(tf.abs(bx) > 80, tf.zeros_like(bx), value)
 
 
 SIGN_SURROGATES: Dict[str, Callable] = {

@@ -178,3 +178,25 @@ def test_grad_pass_through_is_tensorflows_own_shortcut():
 def test_bad_input_names_the_argument(call, error, name):
     with pytest.raises(error, match=name):
         call()
+
+
+def test_nan_input_gives_nan_not_a_silent_minus_one():
+    x = tf.constant([np.nan, -0.0, np.inf, -np.inf], tf.float32)
+    for op in (gradlib.ste_sign, lambda v: gradlib.ste_sign(v, clip=1.0), gradlib.xnor_binarize,
+               lambda v: gradlib.sign_with_surrogate(v, "swish_sign")):
+        y = op(x).numpy()
+        assert np.isnan(y[0]), op
+    np.testing.assert_array_equal(gradlib.ste_sign(x).numpy()[1:], [1.0, 1.0, -1.0])  # sign(-0) = +1
+    assert np.isnan(tf.sign(x).numpy()[0])  # as TensorFlow's own sign
+
+
+def test_swish_sign_gradient_is_zero_not_nan_for_huge_inputs():
+    x = tf.constant([1e37, 1e38, 3e38, -3e38, 17.0, -15.9], tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = gradlib.sign_with_surrogate(x, "swish_sign", beta=5.0)
+    g = tape.gradient(y, x).numpy()
+    assert np.all(np.isfinite(g)) and np.all(np.abs(g[:4]) == 0)
+    b = 5.0 * np.array([17.0, -15.9], np.float64)  # just past and just before the cut at |beta x| = 80
+    reference = 5.0 * (2 - b * np.tanh(b / 2)) / (1 + np.cosh(b))
+    np.testing.assert_allclose(g[4:], reference, atol=1e-33)
