@@ -1,10 +1,11 @@
-"""The exercise-check framework and chapter 1's checks.
+"""The exercise-check framework and chapter 1's checks (ch01-ex2, ch01-ex3).
 
 Every check must accept the reference solution, reject typical wrong answers
 with the right message, and survive answers that raise, return None, NaN or
 the wrong shape: always Feedback, never an exception.
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -47,18 +48,116 @@ def test_reference_solution_passes(lang):
     assert ("3x" in feedback.message) and (("not None" in feedback.message) == (lang == "en"))
 
 
-def test_first_derivative_is_rejected_with_the_value():
-    feedback = exercises.check("ch01-ex2", first_derivative)
+def first_derivative_in_nested_tapes(f, x):  # the outer tape differentiates y, not dy
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        inner.gradient(y, x)
+    return outer.gradient(y, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+
+def inner_gradient_after_the_outer_block(f, x, unconnected=tf.UnconnectedGradients.ZERO):
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+    dy = inner.gradient(y, x)  # the outer block is closed: nothing records this
+    return outer.gradient(dy, x, unconnected_gradients=unconnected)
+
+
+def outer_tape_not_watching(f, x):
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy = inner.gradient(y, x)
+    return outer.gradient(dy, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+
+def one_tape_asked_twice(f, x):
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    dy = tape.gradient(y, x)
+    return tape.gradient(dy, x)
+
+
+def nothing_watched(f, x):
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy = inner.gradient(y, x)
+    return outer.gradient(dy, x)
+
+
+@pytest.mark.parametrize("answer", [first_derivative, first_derivative_in_nested_tapes])
+def test_the_first_derivative_is_named(answer):
+    feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
-    assert feedback.message == "for f(x) = x**3 at x = 1.5 your second derivative is 6.75; expected 9."
+    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your result is 6.75, which is f'(x), "
+                                       "the first derivative; expected f''(x) = 9.")
+    zh = exercises.check("ch01-ex2", answer, lang="zh")
+    assert "这是一阶导数 f'(x)" in zh.message and "f(x) = x**3" in zh.message
+
+
+@pytest.mark.parametrize("answer", [inner_gradient_after_the_outer_block, outer_tape_not_watching])
+def test_a_zero_from_an_unrecorded_inner_gradient_is_explained(answer):
+    feedback = exercises.check("ch01-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your second derivative is 0; expected 9.")
+    assert "unconnected_gradients=ZERO turned that None into 0" in feedback.message
+    assert "inside the outer tape's with block" in feedback.message
+    zh = exercises.check("ch01-ex2", answer, lang="zh")
+    assert "把这个 None 变成了 0" in zh.message
+
+
+def test_none_from_an_unrecorded_inner_gradient_is_explained():
+    answer = lambda f, x: inner_gradient_after_the_outer_block(f, x, tf.UnconnectedGradients.NONE)
+    feedback = exercises.check("ch01-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your function returned None; expected 9. "
+                                       "The outer tape has no path")
+    assert "没有从一阶导数回到 x 的路径" in exercises.check("ch01-ex2", answer, lang="zh").message
 
 
 def test_none_for_a_linear_function_is_explained():
     feedback = exercises.check("ch01-ex2", second_derivative_without_zero)
     assert not feedback.passed
-    assert "f(x) = 3x" in feedback.message and "UnconnectedGradients.ZERO" in feedback.message
+    assert feedback.message.startswith("for f(x) = 3x at x = 1.0 your function returned None. The inner gradient "
+                                       "of a linear function is a constant")
+    assert "UnconnectedGradients.ZERO" in feedback.message
     zh = exercises.check("ch01-ex2", second_derivative_without_zero, lang="zh")
     assert "未连接" in zh.message
+
+
+def test_one_tape_asked_twice_is_explained():
+    feedback = exercises.check("ch01-ex2", one_tape_asked_twice)
+    assert not feedback.passed
+    assert "raised RuntimeError: A non-persistent GradientTape can only be used" in feedback.message
+    assert "A non-persistent tape answers one gradient call" in feedback.message
+    assert "非持久梯度带只能回答一次梯度调用" in exercises.check("ch01-ex2", one_tape_asked_twice, lang="zh").message
+
+
+def test_an_unwatched_constant_is_explained():
+    feedback = exercises.check("ch01-ex2", nothing_watched)
+    assert not feedback.passed
+    assert "raised TypeError" in feedback.message and "a tape records the operations on a constant only after "\
+        "tape.watch(x)" in feedback.message
+    zh = exercises.check("ch01-ex2", nothing_watched, lang="zh")
+    assert zh.message.startswith("f(x) = x**3，x = 1.5 时：你的代码抛出了 TypeError")
+
+
+def test_a_wrong_value_gets_the_generic_message():
+    feedback = exercises.check("ch01-ex2", lambda f, x: tf.constant(1.0))
+    assert feedback.message == "for f(x) = x**3 at x = 1.5 your second derivative is 1; expected 9."
 
 
 @pytest.mark.parametrize(
@@ -102,3 +201,153 @@ def test_numeric_reference_values_are_independent():
     # The check's expectations are closed forms; confirm one against TensorFlow.
     np.testing.assert_allclose(float(second_derivative(tf.tanh, 0.3)),
                                -2 * np.tanh(0.3) * (1 - np.tanh(0.3) ** 2), rtol=1e-5)
+
+
+# -- ch01-ex3: the projected gradient-descent loop ------------------------------------
+
+
+UNIT_BALL = 1.0
+
+
+def train_loop(loss_fn, w, steps, *, project, unconnected=tf.UnconnectedGradients.NONE,
+               skip_none=False, watch=False, learning_rate=0.1):
+    """The exercise's loop; ``project(w)`` returns what the name ``w`` is bound to next."""
+    optimizer = keras.optimizers.SGD(learning_rate)
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            if watch:
+                tape.watch(w)
+            loss = loss_fn(w)
+        grads = tape.gradient(loss, [w], unconnected_gradients=unconnected)
+        pairs = [(g, v) for g, v in zip(grads, [w]) if not (skip_none and g is None)]
+        optimizer.apply_gradients(pairs)
+        w = project(w)
+    return w
+
+
+def in_place(projection):
+    def project(w):
+        w.assign(projection(w))
+        return w
+    return project
+
+
+def train(loss_fn, w, steps, learning_rate=0.1):  # the reference solution of ch01-ex3
+    return train_loop(loss_fn, w, steps, project=in_place(lambda w: tf.clip_by_norm(w, UNIT_BALL)),
+                      learning_rate=learning_rate)
+
+
+def rebinding(**options):  # the bug: w = tf.clip_by_norm(w, 1.0)
+    return lambda loss_fn, w, steps: train_loop(loss_fn, w, steps, project=lambda w: tf.clip_by_norm(w, UNIT_BALL),
+                                                **options)
+
+
+def new_variable_each_step(loss_fn, w, steps):
+    return train_loop(loss_fn, w, steps, project=lambda w: tf.Variable(tf.clip_by_norm(w, UNIT_BALL)))
+
+
+def without_projection(loss_fn, w, steps):
+    return train_loop(loss_fn, w, steps, project=lambda w: w)
+
+
+def projection_before_the_step(loss_fn, w, steps, learning_rate=0.1):
+    optimizer = keras.optimizers.SGD(learning_rate)
+    for _ in range(steps):
+        w.assign(tf.clip_by_norm(w, UNIT_BALL))
+        with tf.GradientTape() as tape:
+            loss = loss_fn(w)
+        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+    return w
+
+
+def onto_the_sphere(loss_fn, w, steps):
+    return train_loop(loss_fn, w, steps, project=in_place(lambda w: w / tf.norm(w)))
+
+
+def on_a_copy(loss_fn, w, steps):
+    return train(loss_fn, tf.Variable(w), steps)
+
+
+def by_hand(loss_fn, w, steps, learning_rate=0.1):  # a correct answer without an optimizer
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(w)
+        w.assign_sub(learning_rate * tape.gradient(loss, w))
+        if tf.norm(w) > UNIT_BALL:
+            w.assign(w / tf.norm(w))
+    return w
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("answer", [train, by_hand])
+def test_ch01_ex3_correct_answers_pass(answer, lang):
+    feedback = exercises.check("ch01-ex3", answer, lang=lang)
+    assert feedback.passed, feedback.message
+    assert feedback.message.startswith("correct on 4 losses" if lang == "en" else "在 4 组损失与起点上都正确")
+
+
+@pytest.mark.parametrize("answer, raised", [
+    (rebinding(), "AttributeError"),                                         # the bug as given
+    (rebinding(watch=True), "AttributeError"),                               # "fixed" with tape.watch
+    (rebinding(unconnected=tf.UnconnectedGradients.ZERO), "AttributeError"),  # "fixed" with zeros
+    (rebinding(skip_none=True), "ValueError"),                               # None gradients skipped
+])
+def test_ch01_ex3_a_variable_replaced_by_a_tensor_is_named(answer, raised):
+    feedback = exercises.check("ch01-ex3", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your code raised "
+                                       + raised)
+    assert "After the first step your loop passed loss_fn a tensor, not the variable w" in feedback.message
+    assert feedback.message.endswith("w.assign(tf.clip_by_norm(w, 1.0)).")
+    zh = exercises.check("ch01-ex3", answer, lang="zh")
+    assert "你的循环传给 loss_fn 的是一个张量，而不是变量 w" in zh.message
+
+
+def test_ch01_ex3_a_new_variable_each_step_is_named():
+    feedback = exercises.check("ch01-ex3", new_variable_each_step)
+    assert not feedback.passed
+    assert "your code raised ValueError: Unknown variable" in feedback.message
+    assert "Your loop passed loss_fn a new tf.Variable after the first step" in feedback.message
+    assert "新建的 tf.Variable" in exercises.check("ch01-ex3", new_variable_each_step, lang="zh").message
+
+
+@pytest.mark.parametrize("answer", [without_projection, projection_before_the_step])
+def test_ch01_ex3_a_missing_or_early_projection_is_named(answer):
+    feedback = exercises.check("ch01-ex3", answer)
+    assert not feedback.passed
+    assert "it left the unit ball. Project after every optimizer step" in feedback.message
+    assert "expected w is [0.8944, 0.4472]" in feedback.message
+    assert "它离开了单位球" in exercises.check("ch01-ex3", answer, lang="zh").message
+
+
+def test_ch01_ex3_a_projection_onto_the_sphere_is_named():
+    feedback = exercises.check("ch01-ex3", onto_the_sphere)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [ 0.3, -0.4])**2), w = [0.9, 0. ], steps = 3: your w is")
+    assert "you projected onto the sphere (w / ||w||)" in feedback.message
+    assert "你投影到的是球面" in exercises.check("ch01-ex3", onto_the_sphere, lang="zh").message
+
+
+def test_ch01_ex3_the_callers_variable_must_be_updated():
+    feedback = exercises.check("ch01-ex3", on_a_copy)
+    assert not feedback.passed
+    assert "your function returned the right w, [0.8944, 0.4472], but the variable it was given holds [0., 0.]" \
+        in feedback.message
+    assert "传给它的那个变量的值是 [0., 0.]" in exercises.check("ch01-ex3", on_a_copy, lang="zh").message
+
+
+def test_ch01_ex3_other_wrong_values_get_the_generic_message():
+    feedback = exercises.check("ch01-ex3", lambda loss_fn, w, steps: w)
+    assert feedback.message == ("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [0., 0.]; "
+                                "expected [0.8944, 0.4472] (plain gradient descent with learning rate 0.1, each "
+                                "step followed by the projection onto the unit ball).")
+
+
+def test_ch01_ex3_reference_is_projected_gradient_descent():
+    from gradlib.exercises import ch01
+
+    # one step from 0 towards t = (2, 1): w = 0.2 t = (0.4, 0.2), inside the ball
+    np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 1), [0.4, 0.2])
+    # the minimum (2, 1) is outside the ball: the iterates end on the sphere, pointing at it
+    far = ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 200)
+    np.testing.assert_allclose(far, np.array([2.0, 1.0]) / np.sqrt(5.0), rtol=1e-6)
