@@ -295,6 +295,20 @@ class _StrictCustomGradient:
     def __repr__(self) -> str:
         return f"<strict_custom_gradient {getattr(self._f, '__qualname__', self._f)!r}>"
 
+    # Reading a decorated method from an instance builds a new wrapper each
+    # time; two of them for the same function and instance are equal, so that
+    # tf.function (which compares arguments by equality) traces it once.
+    def __eq__(self, other):
+        if not isinstance(other, _StrictCustomGradient):
+            return NotImplemented
+        return self._f == other._f
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self._f)
+        except TypeError:  # a bound method of an unhashable instance
+            return hash((id(getattr(self._f, "__self__", None)), getattr(self._f, "__func__", self._f)))
+
     def __call__(self, *args, **kwargs):
         f = self._f
         tensors_by_keyword = [k for k, v in kwargs.items()

@@ -384,3 +384,20 @@ def test_unbound_access_and_introspection():
 def test_chinese_verdict_at_a_scalar_point_has_no_stray_spaces():
     text = repr(gradlib.check_gradient(lambda v: tf.stop_gradient(v) * 2.0, 1.0, lang="zh"))
     assert text.startswith("<梯度错误：在该点处自动微分给出 0") and "在 该点 处" not in text
+
+
+def test_a_decorated_method_passed_to_a_tf_function_traces_once():
+    module = _Scale()
+
+    @tf.function
+    def gradient_of(f, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        return tape.gradient(y, x)
+
+    for _ in range(3):
+        np.testing.assert_array_equal(gradient_of(module.__call__, tf.constant([1.0, 2.0])).numpy(), [2.0, 2.0])
+    assert gradient_of.experimental_get_tracing_count() == 1
+    assert module.__call__ == module.__call__ and hash(module.__call__) == hash(module.__call__)
+    assert _Scale().__call__ != module.__call__  # another instance is another function
