@@ -287,10 +287,24 @@ class _StrictCustomGradient:
         except (TypeError, ValueError):
             pass
 
+    def __set_name__(self, owner, name):
+        self._name = name
+
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        return _StrictCustomGradient(self._f.__get__(instance, owner))
+        bound = _StrictCustomGradient(self._f.__get__(instance, owner))
+        # Cache the bound wrapper on the instance (as functools.cached_property
+        # does), so that every access returns the same object: tf.function
+        # keys a non-tensor argument on that object and would retrace for a
+        # fresh wrapper on every call.
+        name = getattr(self, "_name", None)
+        if name is not None:
+            try:
+                vars(instance)[name] = bound
+            except TypeError:  # no __dict__ (__slots__): a new wrapper each time
+                pass
+        return bound
 
     def __repr__(self) -> str:
         return f"<strict_custom_gradient {getattr(self._f, '__qualname__', self._f)!r}>"
