@@ -37,6 +37,20 @@ def clips_the_input(op, *grads):  # likely mistake 3: clip x instead of the grad
     return [tf.clip_by_value(op.inputs[0], -c, c), None]
 
 
+def mask_by_input(op, grad_y, grad_c):  # likely mistake 4: the explorer's clip_mask_grad, copied
+    x, c = op.inputs
+    return [tf.where(tf.abs(x) <= c, grad_y, tf.zeros_like(grad_y)), None]
+
+
+def zeroed_beyond_c(op, grad_y, grad_c):  # likely mistake 5: zero the gradient beyond ±c, not clip it
+    c = op.inputs[1]
+    return [tf.where(tf.abs(grad_y) <= c, grad_y, tf.zeros_like(grad_y)), None]
+
+
+def threshold_from_grad_c(op, grad_y, grad_c):  # likely mistake 6: grad_c taken for c
+    return [tf.clip_by_value(grad_y, -grad_c, grad_c), None]
+
+
 def one_value(op, *grads):  # returns one gradient for two inputs
     c = op.inputs[1]
     return tf.clip_by_value(grads[0], -c, c)
@@ -79,9 +93,14 @@ def test_ex1_other_correct_answers_pass(answer):
         (threshold_baked_in, "your gradient is the same for c = 0.5 and for c = 2: the threshold must come "
                              "from the op, op.inputs[1]", "阈值必须从算子中读取，即 op.inputs[1]"),
         (clips_the_input, "your gradient is computed from x = op.inputs[0]", "应截断的是上游梯度 grad_y"),
+        (mask_by_input, "you masked the gradient by the input x (zero where |x| > c), as the explorer's "
+                        "clip_mask_grad does", "就像探索器中的 clip_mask_grad 那样"),
+        (zeroed_beyond_c, "you zeroed the gradient where |grad_y| > c", "你在 |grad_y| > c 处把梯度置零了"),
+        (threshold_from_grad_c, "grad_c is the upstream gradient of IdentityN's second output",
+         "grad_c 是 IdentityN 第二个输出的上游梯度"),
     ],
 )
-def test_ex1_the_three_likely_mistakes_are_named(answer, en, zh):
+def test_ex1_the_likely_mistakes_are_named(answer, en, zh):
     feedback = exercises.check("ch03-ex1", answer, lang="en")
     assert not feedback.passed
     assert en in feedback.message
@@ -97,6 +116,10 @@ def test_ex1_the_three_likely_mistakes_are_named(answer, en, zh):
         (multiplies, "multiplied by -c, as in the chapter's reversal"),
         (lambda op, *g: [op.inputs[1] * g[0], None], "multiplied by c, as in"),
         (one_sided, "clip both sides, tf.clip_by_value(grad_y, -c, c)"),
+        (lambda op, g, gc: [tf.where(tf.abs(op.inputs[0]) < op.inputs[1], g, tf.zeros_like(g)), None],
+         "you masked the gradient by the input x"),
+        (lambda op, g, gc: [tf.where(tf.abs(g) < op.inputs[1], g, tf.zeros_like(g)), None],
+         "you zeroed the gradient where |grad_y| > c"),
         (not_clipped, "your gradient is the upstream gradient unchanged"),
         (lambda op, *g: None, "returned None; return a list of two values"),
         (lambda op, *g: [None, None], "the gradient you returned for x is None"),
@@ -186,6 +209,21 @@ def python_name(x):  # the Python function's name instead of the registered one
         return tf.sign(x)
 
 
+def colleague_name(x):  # the colleague's gradient name, never registered in the notebook
+    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "ColleagueSign"}):
+        return tf.sign(x)
+
+
+def unregistered_name(x):  # a name that no cell registered
+    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03NeverRegistered"}):
+        return tf.sign(x)
+
+
+def binarynet_forward(x):  # the paper's Sign: +1 at 0
+    return gradlib.straight_through(lambda v: tf.where(v >= 0, 1.0, -1.0),
+                                    lambda v: tf.clip_by_value(v, -1.0, 1.0))(x)
+
+
 def ignores_upstream(x):
     with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03Ones"}):
         return tf.sign(x)
@@ -234,7 +272,10 @@ def test_ex2_the_three_likely_mistakes_are_named(answer, en, zh):
         (ignores_upstream, "pass the upstream gradient grad through where |x| ≤ 1"),
         (tf.sign, "binarize never entered gradient_override_map"),
         (lambda x: x, "the forward value must stay tf.sign(x)"),
-        (lambda x: tf.where(x >= 0, 1.0, -1.0), "at x = 0 binarize(x) is 1; expected 0"),
+        (binarynet_forward, "at x = 0 binarize(x) is 1: that is the Sign of the BinaryNet paper (+1 at 0), "
+                            "but this exercise asks for tf.sign(x)"),
+        (colleague_name, "'ColleagueSign', but that name is registered only in the colleague's code"),
+        (unregistered_name, "Register your gradient function under exactly that string"),
         (lambda x: None, "binarize returned None"),
         (lambda x: np.sign(np.ones(3)), "binarize returned a numpy.ndarray"),
         (lambda x: tf.reshape(tf.sign(x), [-1, 1]), "binarize(x) has shape"),
@@ -247,6 +288,17 @@ def test_ex2_other_mistakes_get_feedback(answer, fragment):
     feedback = exercises.check("ch03-ex2", answer)
     assert not feedback.passed
     assert fragment in feedback.message
+
+
+@pytest.mark.parametrize("answer, zh", [
+    (binarynet_forward, "这是 BinaryNet 论文中的 Sign（在 0 处取 +1）"),
+    (colleague_name, "这个名字只在同事的代码中注册过"),
+    (python_name, "而不是 Python 函数名"),
+])
+def test_ex2_name_and_forward_messages_in_chinese(answer, zh):
+    feedback = exercises.check("ch03-ex2", answer, lang="zh")
+    assert not feedback.passed
+    assert zh in feedback.message
 
 
 def test_ex2_the_override_map_is_restored_after_the_check():

@@ -8,17 +8,24 @@ clipped to :math:`[-c, c]`, with the threshold :math:`c` read from the op
 :math:`c`.  The check registers the answer through
 :func:`gradlib.register_gradient` (so re-running the exercise cell is safe),
 builds that graph once and feeds :math:`c = 0.5, 1, 2`; the reference is
-``np.clip(upstream, -c, c)``.
+``np.clip(upstream, -c, c)``.  Besides the shape of the answer, the
+diagnosis names: no clip, clipping ``x`` instead of the gradient, the
+chapter's multiplication by ``c``, ``grad_c`` taken for ``c`` (all zeros),
+the explorer's mask by ``|x| <= c``, zeroing instead of clipping beyond
+``±c``, a ``c`` baked in, and a one-sided clip.
 
 ``ch03-ex2``: find the bugs.  The reader writes ``binarize(x)``, forward
-``tf.sign(x)`` with BinaryNet's gradient (the upstream gradient where
+``tf.sign(x)`` (0 at 0; the BinaryNet paper's Sign, +1 at 0, gets its own
+message) with BinaryNet's gradient (the upstream gradient where
 :math:`|x| \\le 1`, 0 elsewhere), fixing a colleague's version that has three
 silent bugs (a misspelled op type in the map, the map entered on a graph
 fetched once at the top, a mask computed from ``op.outputs[0]``).  The check
 calls the answer inside a fresh TF1 graph and differentiates with
 ``tf.gradients``; while the answer runs it records which graph each
 ``gradient_override_map`` was entered on and with which keys, so that it can
-say which bug is left.
+say which bug is left.  A map to a name that nothing registered is told
+apart: the colleague's ``"ColleagueSign"`` (registered only in the
+exercise's text), a Python function's name, or any other name.
 """
 
 from __future__ import annotations
@@ -135,6 +142,27 @@ MESSAGES_EX1 = {
         "zh": "c = {c} 时，上游梯度 {g} 变成了 {got}，应为 {expected}：要两侧都截断，"
               "即 tf.clip_by_value(grad_y, -c, c)，而不只是 tf.minimum 或 tf.maximum。",
     },
+    "mask_x": {
+        "en": "you masked the gradient by the input x (zero where |x| > c), as the explorer's clip_mask_grad "
+              "does; here nothing depends on x: the value of the upstream gradient itself is clipped, "
+              "tf.clip_by_value(grad_y, -c, c).",
+        "zh": "你按输入 x 给梯度加了掩码（在 |x| > c 处置零），就像探索器中的 clip_mask_grad 那样；"
+              "这里与 x 无关：要截断的是上游梯度本身的值，即 tf.clip_by_value(grad_y, -c, c)。",
+    },
+    "zeroed": {
+        "en": "you zeroed the gradient where |grad_y| > c (with c = {c} an upstream gradient of {g} becomes "
+              "{got}); clip it to ±c instead: tf.clip_by_value(grad_y, -c, c) keeps {expected}.",
+        "zh": "你在 |grad_y| > c 处把梯度置零了（c = {c} 时，上游梯度 {g} 变成了 {got}）；"
+              "应当把它截断到 ±c：tf.clip_by_value(grad_y, -c, c) 会保留 {expected}。",
+    },
+    "grad_c": {
+        "en": "your gradient is 0 for every c, which is what clipping to [-grad_c, grad_c] gives: grad_c is "
+              "the upstream gradient of IdentityN's second output (zeros, since nothing uses that output), "
+              "not c. The threshold is the op's second input, op.inputs[1].",
+        "zh": "对每个 c 你的梯度都是 0，截断到 [-grad_c, grad_c] 就会得到这个结果：grad_c 是 IdentityN "
+              "第二个输出的上游梯度（因为没有任何运算使用这个输出，它全为零），而不是 c。"
+              "阈值是算子的第二个输入 op.inputs[1]。",
+    },
     "wrong": {
         "en": "with c = {c} an upstream gradient of {g} becomes {got}; expected {expected} "
               "(the upstream gradient clipped to [-c, c]).",
@@ -212,6 +240,14 @@ def _diagnose_ex1(got: List[np.ndarray], lang: str) -> None:
     for sign in (1.0, -1.0):
         if all(_close(g, sign * c_ * up) for g, c_ in zip(got, THRESHOLDS)):
             raise Mismatch(message(MESSAGES_EX1, "scaled", lang, sign="" if sign > 0 else "-"))
+    zero = np.zeros_like(up)
+    if all(_close(g, zero) for g in got):  # clip_by_value(grad_y, -grad_c, grad_c): grad_c is zeros
+        raise Mismatch(message(MESSAGES_EX1, "grad_c", lang))
+    for within in (np.less_equal, np.less):  # either choice at |.| == c is the same mistake
+        if all(_close(g, np.where(within(np.abs(x), c_), up, zero)) for g, c_ in zip(got, THRESHOLDS)):
+            raise Mismatch(message(MESSAGES_EX1, "mask_x", lang))
+        if all(_close(g, np.where(within(np.abs(up), c_), up, zero)) for g, c_ in zip(got, THRESHOLDS)):
+            raise Mismatch(message(MESSAGES_EX1, "zeroed", lang, **values))
     if _close(got[0], got[-1]):
         raise Mismatch(message(MESSAGES_EX1, "fixed", lang, c1=fmt(THRESHOLDS[0]), c2=fmt(THRESHOLDS[-1])))
     if all(_close(g, np.minimum(up, c_)) or _close(g, np.maximum(up, -c_)) for g, c_ in zip(got, THRESHOLDS)):
@@ -272,6 +308,13 @@ MESSAGES_EX2 = {
         "en": "binarize returned None; return the tensor tf.sign(x), created inside the override map.",
         "zh": "binarize 返回了 None；请返回在覆盖映射中创建的张量 tf.sign(x)。",
     },
+    "binarynet_forward": {
+        "en": "at x = 0 binarize(x) is {got}: that is the Sign of the BinaryNet paper (+1 at 0), but this "
+              "exercise asks for tf.sign(x), which is 0 at x = 0, with BinaryNet's gradient; only the "
+              "gradient changes.",
+        "zh": "在 x = 0 处 binarize(x) 为 {got}：这是 BinaryNet 论文中的 Sign（在 0 处取 +1），但本练习要求的是 "
+              "tf.sign(x)（在 x = 0 处为 0），配上 BinaryNet 的梯度；改变的只是梯度。",
+    },
     "forward": {
         "en": "at x = {x} binarize(x) is {got}; expected {expected}: the forward value must stay tf.sign(x) "
               "(0 at x = 0); only the gradient changes.",
@@ -294,6 +337,22 @@ MESSAGES_EX2 = {
               "register_gradient), not Python function names.",
         "zh": "tf.gradients 抛出了 LookupError：映射把 Sign 指向 {names}，但没有以这个名字注册的梯度。"
               "映射的值是注册名（传给 register_gradient 的字符串），而不是 Python 函数名。",
+    },
+    "colleague_name": {
+        "en": "tf.gradients raised LookupError: the map sends Sign to 'ColleagueSign', but that name is "
+              "registered only in the colleague's code, which this notebook never runs. Register your fixed "
+              "gradient function with gradlib.register_gradient under a name of your own, and map Sign to it.",
+        "zh": "tf.gradients 抛出了 LookupError：映射把 Sign 指向 'ColleagueSign'，但这个名字只在同事的代码中注册过，"
+              "而本笔记本从未运行那段代码。请用 gradlib.register_gradient 以你自己的名字注册修正后的梯度函数，"
+              "再把 Sign 映射到这个名字。",
+    },
+    "unregistered": {
+        "en": "tf.gradients raised LookupError: the map sends Sign to {names}, but no gradient is registered "
+              "under that name. Register your gradient function under exactly that string "
+              "(@gradlib.register_gradient(\"Name\")) in a cell that runs before the check.",
+        "zh": "tf.gradients 抛出了 LookupError：映射把 Sign 指向 {names}，但没有以这个名字注册的梯度。"
+              "请在检查之前运行的单元格中，以完全相同的字符串注册你的梯度函数"
+              "（@gradlib.register_gradient(\"Name\")）。",
     },
     "tf_error": {
         "en": "tf.gradients failed on binarize(x): {error}: {detail}",
@@ -380,6 +439,25 @@ def _sign_targets(records, graph) -> List[str]:
     return [str(m["Sign"]) for g, m in records if g is graph and m and "Sign" in m]
 
 
+def _python_function_names(answer) -> set:
+    """Names of the functions the answer's module (the notebook) defines, for the LookupError message."""
+    try:
+        namespace = dict(getattr(answer, "__globals__", None) or {})
+    except Exception:
+        return set()
+    return {name for name, value in namespace.items() if inspect.isfunction(value)}
+
+
+def _lookup_message(answer, names, lang) -> str:
+    """A map whose value names no registered gradient: say which mistake that is."""
+    if "ColleagueSign" in names:  # the exercise's text registers it; the notebook never runs that text
+        return message(MESSAGES_EX2, "colleague_name", lang)
+    shown = ", ".join(repr(n) for n in names) or "?"
+    if set(names) & _python_function_names(answer):
+        return message(MESSAGES_EX2, "lookup", lang, names=shown)
+    return message(MESSAGES_EX2, "unregistered", lang, names=shown)
+
+
 def _build_ex2(answer, x_np, up_np, lang):
     """In a fresh graph: y = binarize(x) and dy/dx for the upstream gradient; the maps entered."""
     records: List[Tuple[Any, Any]] = []
@@ -404,8 +482,7 @@ def _build_ex2(answer, x_np, up_np, lang):
         try:
             gradient = tf.gradients(y, x, grad_ys=tf.constant(up_np))[0]
         except LookupError:
-            names = sorted(set(_sign_targets(records, graph))) or ["?"]
-            raise Mismatch(message(MESSAGES_EX2, "lookup", lang, names=", ".join(repr(n) for n in names))) from None
+            raise Mismatch(_lookup_message(answer, sorted(set(_sign_targets(records, graph))), lang)) from None
         except Exception as err:
             raise Mismatch(message(MESSAGES_EX2, "tf_error", lang, error=type(err).__name__,
                                    detail=describe(err))) from None
@@ -453,6 +530,8 @@ def check_binarize(answer, lang):
         y = as_array(y, lang=lang, what="forward", shape=x_np.shape)
         expected = np.sign(x_np)
         wrong = ~np.isclose(y, expected, atol=1e-6)
+        if wrong.any() and np.array_equal(y, np.where(x_np >= 0, 1.0, -1.0)):
+            raise Mismatch(message(MESSAGES_EX2, "binarynet_forward", lang, got=fmt(1.0)))
         if wrong.any():
             i = np.unravel_index(int(np.flatnonzero(wrong)[0]), x_np.shape)
             raise Mismatch(message(MESSAGES_EX2, "forward", lang, x=fmt(x_np[i]), got=fmt(y[i]),
