@@ -25,13 +25,13 @@ arXiv:1602.02830, 2016 (binary activations too, clipped STE); S. Zhou et al.,
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from . import _validate
-from ._validate import flag, float_tensor, integer, real_number
+from ._validate import callable_arg, flag, float_tensor, integer, real_number
 from .progress import progress as _progress
 from .ste import dorefa_quantize, ste_sign
 
@@ -134,7 +134,8 @@ def load_digits_split(test_size: int = 597, split_seed: int = 0) -> Tuple[np.nda
 
 def digits_experiment(weights: str = "float", activations: str = "float", ste: bool = True, bits: int = 2,
                       epochs: int = 30, seed: int = 0, *, hidden: int = 64, steps_per_epoch: int = 10,
-                      learning_rate: float = 0.01, progress: bool = True) -> Dict[str, Any]:
+                      learning_rate: float = 0.01, progress: bool = True,
+                      weight_quantizer: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> Dict[str, Any]:
     r"""Train the 64 → ``hidden`` → 10 network of this module on the digits.
 
     Args:
@@ -147,6 +148,10 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
         seed: seeds the initial weights (uniform in :math:`[-1, 1]`); the data
             split is fixed.
         progress: show :func:`gradlib.progress` over the epochs.
+        weight_quantizer: a function ``q(w)`` used instead of
+            ``quantize_weights(w, weights, bits, ste)`` for both weight
+            matrices (to try another estimator); ``weights`` still decides
+            whether the latent weights are clipped to :math:`[-1, 1]`.
 
     Returns:
         A dict with ``test_accuracy`` and ``train_accuracy`` (after training),
@@ -162,8 +167,11 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
         ValueError: an unknown kind, a count that is not a positive integer,
             a ``learning_rate`` that is not a positive number, or a ``seed``
             that is not a non-negative integer.
+        TypeError: ``weight_quantizer`` is given and not callable.
     """
     weights, activations = _kind(weights, "weights"), _kind(activations, "activations")
+    if weight_quantizer is not None:
+        callable_arg(weight_quantizer, "weight_quantizer")
     bits, epochs, hidden, steps = (_positive_int(v, n) for v, n in
                                    ((bits, "bits"), (epochs, "epochs"), (hidden, "hidden"),
                                     (steps_per_epoch, "steps_per_epoch")))
@@ -176,9 +184,12 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
     params = [w1, w2]
     s1, s2 = np.float32(np.sqrt(3.0 / 64)), np.float32(np.sqrt(3.0 / hidden))
 
+    def q_w(w):
+        return quantize_weights(w, weights, bits, ste) if weight_quantizer is None else weight_quantizer(w)
+
     def logits(x):
-        h = x @ quantize_weights(w1, weights, bits, ste) * s1
-        return quantize_activations(h, activations, bits, ste) @ quantize_weights(w2, weights, bits, ste) * s2
+        h = x @ q_w(w1) * s1
+        return quantize_activations(h, activations, bits, ste) @ q_w(w2) * s2
 
     def loss_fn():
         return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y_train, logits(x_train)))
@@ -209,6 +220,8 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
     label = f"weights={weights}, activations={activations}, ste={ste}"
     if "kbit" in (weights, activations):
         label += f", bits={bits}"
+    if weight_quantizer is not None:
+        label += f", weight_quantizer={getattr(weight_quantizer, '__name__', 'custom')}"
     curves = {"step": [0], "test_accuracy": [accuracy(x_test, y_test)], "train_loss": [float(start_loss)]}
     epoch_range = _progress(range(epochs), total=epochs, desc=label) if progress else range(epochs)
     for epoch in epoch_range:
@@ -224,5 +237,6 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
         "curves": curves,
         "latent_weights": (w1.numpy(), w2.numpy()),
         "settings": {"weights": weights, "activations": activations, "ste": ste, "bits": bits, "epochs": epochs,
-                     "seed": seed, "hidden": hidden, "steps_per_epoch": steps, "learning_rate": learning_rate},
+                     "seed": seed, "hidden": hidden, "steps_per_epoch": steps, "learning_rate": learning_rate,
+                     "weight_quantizer": weight_quantizer},
     }

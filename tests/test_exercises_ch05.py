@@ -1,5 +1,5 @@
 """Chapter 5's exercise checks: ch05-ex1 (clipped binary sign), ch05-ex2 (DoReFa weights),
-ch05-ex3 (ApproxSign).
+ch05-ex3 (XNOR-Net's binary weights with the paper's gradient).
 
 Each check must accept the reference solution (and reasonable variants),
 reject the typical wrong answers with a specific message in both languages,
@@ -54,25 +54,67 @@ def dorefa_weights_stopped_max(w, bits):
     return 2 * gradlib.dorefa_quantize(t / (2 * tf.stop_gradient(tf.reduce_max(tf.abs(t)))) + 0.5, bits) - 1
 
 
-def approx_sign(x):
-    a = tf.clip_by_value(x, -1.0, 1.0)
-    g = 2 * a - a * tf.abs(a)
-    return g + tf.stop_gradient(plus_minus_one(x) - g)
+def xnor_paper(w):  # as in the chapter
+    scale = tf.reduce_mean(tf.abs(w))
+    n = tf.cast(tf.size(w), w.dtype)
+
+    @tf.custom_gradient
+    def binarize(v):
+        def grad(dy):
+            return dy * (1 / n + scale * tf.cast(tf.abs(v) <= 1, v.dtype))
+        return tf.where(v >= 0, 1.0, -1.0) * scale, grad
+
+    return binarize(w)
 
 
-@tf.custom_gradient
-def approx_sign_custom(x):
-    return plus_minus_one(x), lambda dy: dy * tf.maximum(0.0, 2 - 2 * tf.abs(x))
+def xnor_paper_by_the_trick(w):  # a surrogate whose Jacobian is the paper's diagonal
+    scale = tf.stop_gradient(tf.reduce_mean(tf.abs(w)))
+    n = tf.cast(tf.size(w), w.dtype)
+    surrogate = w / n + scale * tf.clip_by_value(w, -1.0, 1.0)
+    return surrogate + tf.stop_gradient(plus_minus_one(w) * scale - surrogate)
+
+
+def mean_abs(v):
+    return tf.reduce_mean(tf.abs(v))
+
+
+def xnor_with_backward(backward, forward=plus_minus_one):
+    """Forward forward(w)·E, backward backward(dy, w, E, n): the shape of a typical wrong answer."""
+    def answer(w):
+        scale = mean_abs(w)
+        n = tf.cast(tf.size(w), w.dtype)
+
+        @tf.custom_gradient
+        def binarize(v):
+            return forward(v) * scale, lambda dy: backward(dy, v, scale, n)
+        return binarize(w)
+    return answer
 
 
 # -- ch05-ex1 ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [binary_sign, binary_sign_custom, binary_sign_gradlib])
+@pytest.mark.parametrize("answer", [binary_sign, binary_sign_custom])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex1_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch05-ex1", answer, lang=lang)
     assert feedback.passed, feedback.message
     assert "sign(0) = +1" in feedback.message
+
+
+@pytest.mark.parametrize("answer, name", [
+    (binary_sign_gradlib, "gradlib.ste_sign"),
+    (lambda x, clip: gradlib.sign_with_surrogate(x, "clipped", clip=clip), "gradlib.sign_with_surrogate")])
+def test_ex1_the_library_op_is_refused_by_name(answer, name):
+    feedback = exercises.check("ch05-ex1", answer)
+    assert not feedback.passed
+    assert feedback.message == (f"Your answer gives the right values and gradients, but it calls {name}, the "
+                                "library's version of what this exercise asks you to write. Write it with "
+                                "TensorFlow operations (the tf.stop_gradient trick or tf.custom_gradient).")
+    zh = exercises.check("ch05-ex1", answer, lang="zh").message
+    assert zh.startswith(f"你的答案的值和梯度都正确，但它调用了 {name}")
+    # the library functions are themselves again afterwards
+    assert gradlib.ste_sign is gradlib.ste.ste_sign
+    assert gradlib.sign_with_surrogate is gradlib.ste.sign_with_surrogate
 
 
 # The three most likely wrong answers of ex1, each with its own message in both languages.
@@ -96,10 +138,25 @@ def test_ex1_tf_sign_at_zero_is_named():
     for answer in (tf_sign_ste, lambda x, clip: tf.grad_pass_through(tf.sign)(x)):
         feedback = exercises.check("ch05-ex1", answer)
         assert not feedback.passed
-        assert feedback.message == ("with clip = 1, at x = 0: your value is 0; expected +1: sign(0) must be +1 "
-                                    "in a binary network (tf.sign(0) = 0 would be a third value).")
+        assert feedback.message == ("with clip = 1, at x = 0: your value is 0; expected +1: this exercise, like "
+                                    "BinaryConnect and larq, takes sign(0) = +1 (tf.sign(0) = 0 would be a third "
+                                    "value).")
         zh = exercises.check("ch05-ex1", answer, lang="zh").message
-        assert zh == "当 clip = 1 时，在 x = 0 处，你的前向值为 0，应为 +1：二值网络中 sign(0) 必须是 +1（tf.sign(0) = 0 会引入第三个值）。"
+        assert zh == ("当 clip = 1 时，在 x = 0 处，你的前向值为 0，应为 +1：本练习与 BinaryConnect 和 larq 一样，"
+                      "取 sign(0) = +1（tf.sign(0) = 0 会引入第三个值）。")
+
+
+def test_ex1_x_greater_than_zero_is_named():
+    def strictly_positive(x, clip):
+        t = tf.clip_by_value(x, -clip, clip)
+        return t + tf.stop_gradient(tf.where(x > 0, 1.0, -1.0) - t)
+
+    feedback = exercises.check("ch05-ex1", strictly_positive)
+    assert not feedback.passed
+    assert feedback.message == ("with clip = 1, at x = 0: your value is -1; expected +1: use x >= 0, not x > 0. "
+                                "This exercise, like BinaryConnect and larq, takes sign(0) = +1.")
+    zh = exercises.check("ch05-ex1", strictly_positive, lang="zh").message
+    assert zh.startswith("当 clip = 1 时，在 x = 0 处，你的前向值为 -1，应为 +1：请用 x >= 0，而不是 x > 0。")
 
 
 def test_ex1_strict_boundary_is_named():
@@ -151,10 +208,9 @@ def test_ex1_wrong_forward_elsewhere_is_reported():
     assert not feedback.passed
     assert feedback.message.startswith("with clip = 1, at x = 0: your value is 0; expected +1")
     feedback = exercises.check("ch05-ex1", lambda x, clip: binary_sign(x, clip) * 0.5)
-    assert feedback.message == ("with clip = 1, at x = 0: your value is 0.5; expected +1: sign(0) must be +1 "
-                                "in a binary network (tf.sign(0) = 0 would be a third value).")
+    assert feedback.message.startswith("with clip = 1, at x = 0: your value is 0.5; expected +1: this exercise")
     feedback = exercises.check("ch05-ex1", lambda x, clip: -binary_sign(-x, clip))
-    assert feedback.message.startswith("with clip = 1, at x = 0: your value is -1; expected +1")
+    assert feedback.message.startswith("with clip = 1, at x = 0: your value is -1; expected +1: use x >= 0")
 
 
 def test_ex1_ignoring_the_upstream_gradient_is_rejected():
@@ -192,13 +248,20 @@ def test_ex1_reference_matches_gradlib():
 def test_ex2_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch05-ex2", answer, lang=lang)
     assert feedback.passed, feedback.message
-    assert "1, 2, 3, 8" in feedback.message
+    assert "bits = 2, 3, 8" in feedback.message
 
 
-def test_ex2_the_experiment_quantizer_passes():
+def test_ex2_the_experiment_quantizer_is_refused_by_name():
     from gradlib import experiments
 
-    assert exercises.check("ch05-ex2", lambda w, bits: experiments.quantize_weights(w, "kbit", bits)).passed
+    answer = lambda w, bits: experiments.quantize_weights(w, "kbit", bits)  # noqa: E731
+    feedback = exercises.check("ch05-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("Your answer gives the right values and gradients, but it calls "
+                                       "gradlib.experiments.quantize_weights")
+    assert feedback.message.endswith("; gradlib.dorefa_quantize is allowed.")
+    assert "可以使用 gradlib.dorefa_quantize" in exercises.check("ch05-ex2", answer, lang="zh").message
+    assert experiments.quantize_weights.__qualname__ == "quantize_weights"  # not the check's wrapper
 
 
 def test_ex2_a_stopped_maximum_is_accepted_and_named():
@@ -212,7 +275,7 @@ def test_ex2_straight_through_the_whole_quantizer_is_named():
     answer = lambda w, bits: tf.grad_pass_through(lambda v: dorefa_weights(v, bits))(w)  # noqa: E731
     feedback = exercises.check("ch05-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("with bits = 1, your gradient is the upstream gradient unchanged")
+    assert feedback.message.startswith("with bits = 2, your gradient is the upstream gradient unchanged")
     assert "你让梯度直通了整个量化器" in exercises.check("ch05-ex2", answer, lang="zh").message
 
 
@@ -221,10 +284,10 @@ def test_ex2_straight_through_by_the_trick_on_the_whole_quantizer_is_named():
         return w + tf.stop_gradient(dorefa_weights(w, bits) - w)
 
     feedback = exercises.check("ch05-ex2", whole)
-    assert feedback.message.startswith("with bits = 1, your gradient is the upstream gradient unchanged: you "
+    assert feedback.message.startswith("with bits = 2, your gradient is the upstream gradient unchanged: you "
                                        "passed it straight through the whole quantizer.")
     assert exercises.check("ch05-ex2", whole, lang="zh").message.startswith(
-        "当 bits = 1 时，你的梯度与上游梯度完全相同：你让梯度直通了整个量化器。")
+        "当 bits = 2 时，你的梯度与上游梯度完全相同：你让梯度直通了整个量化器。")
 
 
 def test_ex2_plain_round_gets_the_no_gradient_hint():
@@ -237,21 +300,17 @@ def test_ex2_plain_round_gets_the_no_gradient_hint():
     assert not feedback.passed and "your gradient is None everywhere" in feedback.message
 
 
-def test_ex2_rounding_ties_up_is_explained():
+def test_ex2_rounding_ties_up_agrees_with_tf_round_from_two_bits():
+    # w = 0 gives n u = n/2 with n = 2^k - 1 odd; for k >= 2, n/2 = m + 1/2 with m odd, so rounding half
+    # to even and rounding half up agree. The check uses k >= 2 only: floor(n u + 1/2) passes.
     def half_up(w, bits):
         t = tf.tanh(w)
         u = t / (2 * tf.reduce_max(tf.abs(t))) + 0.5
         n = 2.0 ** bits - 1
         return 2 * (u + tf.stop_gradient(tf.floor(u * n + 0.5) / n - u)) - 1
 
-    feedback = exercises.check("ch05-ex2", half_up)
-    assert not feedback.passed
-    assert feedback.message == ("with bits = 1, at w[0, 0] = 0: your value is 1; expected -1. Here n u = 0.5 is a "
-                                "rounding tie: tf.round rounds ties to the even integer (0), floor(n u + 1/2) "
-                                "rounds them up.")
-    zh = exercises.check("ch05-ex2", half_up, lang="zh").message
-    assert zh == ("当 bits = 1 时，在 w[0, 0] = 0 处，你的前向值为 1，应为 -1。此处 n u = 0.5 恰好位于两个整数正中："
-                  "tf.round 取偶数（0），而 floor(n u + 1/2) 向上取整。")
+    assert exercises.check("ch05-ex2", half_up).passed
+    assert min(ch05.BITS) >= 2
 
 
 def dorefa_with_scale(scale, affine=True):
@@ -281,9 +340,9 @@ def test_ex2_the_wrong_maximum_is_named(scale, en, zh):
     answer = dorefa_with_scale(scale)
     feedback = exercises.check("ch05-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("with bits = 1, at w[") and en in feedback.message, feedback.message
+    assert feedback.message.startswith("with bits = 2, at w[") and en in feedback.message, feedback.message
     chinese = exercises.check("ch05-ex2", answer, lang="zh").message
-    assert chinese.startswith("当 bits = 1 时，在 w[") and zh in chinese, chinese
+    assert chinese.startswith("当 bits = 2 时，在 w[") and zh in chinese, chinese
 
 
 def test_ex2_the_wrong_maximum_is_named_with_a_hand_written_rounding_too():
@@ -312,20 +371,20 @@ def test_ex2_forgetting_2q_minus_1_is_named():
 def test_ex2_too_many_levels_are_explained():
     feedback = exercises.check("ch05-ex2", lambda w, bits: dorefa_weights(w, bits + 1))
     assert not feedback.passed
-    assert feedback.message.startswith("with bits = 1, at w[0, 1] = ")
-    assert "2^bits = 2 values" in feedback.message and "n = 2^bits - 1 = 1" in feedback.message
+    assert feedback.message.startswith("with bits = 2, at w[0, 1] = ")
+    assert "2^bits = 4 values" in feedback.message and "n = 2^bits - 1 = 3" in feedback.message
     zh = exercises.check("ch05-ex2", lambda w, bits: dorefa_weights(w, bits + 1), lang="zh").message
-    assert "2^bits = 2 个值" in zh and "而不是 2^bits" in zh
+    assert "2^bits = 4 个值" in zh and "而不是 2^bits" in zh
 
 
-def test_ex2_missing_tanh_is_a_gradient_mismatch_with_the_formula():
+def test_ex2_missing_tanh_is_a_value_mismatch_with_the_formula():
     def no_tanh(w, bits):
         u = w / (2 * tf.reduce_max(tf.abs(w))) + 0.5
         return 2 * gradlib.dorefa_quantize(u, bits) - 1
 
     feedback = exercises.check("ch05-ex2", no_tanh)
     assert not feedback.passed
-    assert "your gradient is" in feedback.message and "du/dw" in feedback.message
+    assert "your value is" in feedback.message and "u = tanh(w)/(2 max|tanh w|) + 1/2" in feedback.message
 
 
 def test_ex2_open_interval_at_the_largest_weight_is_explained():
@@ -345,7 +404,7 @@ def test_ex2_open_interval_at_the_largest_weight_is_explained():
     feedback = exercises.check("ch05-ex2", open_interval)
     assert not feedback.passed
     largest = np.unravel_index(np.argmax(np.abs(ch05.DOREFA_W)), ch05.DOREFA_W.shape)
-    assert feedback.message.startswith(f"with bits = 1, at w[{largest[0]}, {largest[1]}] = ")
+    assert feedback.message.startswith(f"with bits = 2, at w[{largest[0]}, {largest[1]}] = ")
     assert "your gradient is 0;" in feedback.message
     assert "largest |tanh w|" in feedback.message and "closed interval" in feedback.message
 
@@ -365,80 +424,132 @@ def test_ex2_reference_agrees_with_a_tape():
 
 # -- ch05-ex3 ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [approx_sign, approx_sign_custom,
-                                    lambda x: gradlib.sign_with_surrogate(x, "approx_sign")])
+@pytest.mark.parametrize("answer", [xnor_paper, xnor_paper_by_the_trick])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex3_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch05-ex3", answer, lang=lang)
     assert feedback.passed, feedback.message
+    assert "1/n + E·1{|w| ≤ 1}" in feedback.message
 
 
-@pytest.mark.parametrize("surrogate", ["identity", "tanh", "swish_sign"])
-def test_ex3_other_surrogates_fail_at_zero(surrogate):
-    feedback = exercises.check("ch05-ex3", lambda x: gradlib.sign_with_surrogate(x, surrogate))
-    assert not feedback.passed
-    assert feedback.message.startswith("at x = 0: your gradient is ")
-    assert "expected 2. ApproxSign's derivative is 2 - 2|x| = 2 for |x| ≤ 1." in feedback.message
+# The three most likely wrong answers of ex3, each with its own message in both languages:
+# TensorFlow's product rule through E, E stopped with the clipped estimator, and the identity.
+
+def test_ex3_the_full_product_rule_is_named():
+    for answer in (lambda w: mean_abs(w) * gradlib.ste_sign(w, clip=1.0),
+                   lambda w: mean_abs(w) * binary_sign(w, 1.0)):
+        feedback = exercises.check("ch05-ex3", answer)
+        assert not feedback.passed
+        assert feedback.message.startswith("at w[0] = 0: your gradient is ")
+        assert "Your gradient has every term of the product rule through E = mean|w|" in feedback.message
+        assert "The paper keeps only the terms with i = j" in feedback.message
+        zh = exercises.check("ch05-ex3", answer, lang="zh").message
+        assert zh.startswith("在 w[0] = 0 处，你的梯度为 ") and "乘积法则的全部项" in zh and "只保留 i = j 的项" in zh
 
 
-# The three most likely wrong answers of ex3, each with its own message in both languages.
-
-def unclipped_quadratic(x):
-    return gradlib.straight_through(plus_minus_one, lambda v: 2 * v - v * tf.abs(v))(x)
-
-
-@tf.custom_gradient
-def no_maximum(x):  # max(0, .) forgotten in a grad_fn
-    return plus_minus_one(x), lambda dy: dy * (2 - 2 * tf.abs(x))
-
-
-@pytest.mark.parametrize("answer", [unclipped_quadratic, no_maximum])
-def test_ex3_missing_clip_is_named(answer):
+def test_ex3_the_missing_term_through_the_scale_is_named():
+    answer = lambda w: tf.stop_gradient(mean_abs(w)) * binary_sign(w, 1.0)  # noqa: E731  (larq's rule)
     feedback = exercises.check("ch05-ex3", answer)
     assert not feedback.passed
-    assert feedback.message == ("at x = 1.5: your gradient is -1; expected 0. Your gradient is 2 - 2|x| everywhere, "
-                                "negative for |x| > 1. F is flat (±1) outside [-1, 1], so F'(x) = max(0, 2 - 2|x|) "
-                                "is 0 there: clip x to [-1, 1] before the polynomial, or take the maximum with 0.")
-    zh = exercises.check("ch05-ex3", answer, lang="zh").message
-    assert zh.startswith("在 x = 1.5 处，你的梯度为 -1，应为 0。你的梯度处处为 2 - 2|x|，在 |x| > 1 处为负。")
+    assert feedback.message.endswith("Your gradient is E·1{|w| ≤ 1}·ȳ: E stopped and the clipped estimator, larq's "
+                                     "MagnitudeAwareSign. The paper also keeps the term through the scale, ȳ/n: "
+                                     "ȳ (1/n + E·1{|w| ≤ 1}).")
+    assert exercises.check("ch05-ex3", answer, lang="zh").message.endswith(
+        "论文还保留了经过缩放因子的那一项 ȳ/n：ȳ (1/n + E·1{|w| ≤ 1})。")
 
 
-def one_piece(piece):
-    def answer(x):
-        return gradlib.straight_through(plus_minus_one, lambda v: piece(tf.clip_by_value(v, -1.0, 1.0)))(x)
-    return answer
+def test_ex3_the_identity_is_named():
+    for answer in (gradlib.xnor_binarize, xnor_with_backward(lambda dy, v, scale, n: dy)):
+        feedback = exercises.check("ch05-ex3", answer)
+        assert not feedback.passed
+        assert feedback.message.endswith("Your gradient is the upstream gradient unchanged: the backward pass of "
+                                         "xnor_binarize and of DoReFa-Net's 1-bit weights. The paper's is "
+                                         "ȳ (1/n + E·1{|w| ≤ 1}).")
+        assert "你的梯度就是原样传回的上游梯度" in exercises.check("ch05-ex3", answer, lang="zh").message
 
 
-@pytest.mark.parametrize("piece, where, formula", [(lambda a: 2 * a - a * a, "at x = -0.5: your gradient is 3; "
-                                                    "expected 1.", "2 - 2x"),
-                                                   (lambda a: 2 * a + a * a, "at x = 0.5: your gradient is 3; "
-                                                    "expected 1.", "2 + 2x")])
-def test_ex3_one_piece_on_both_sides_is_named(piece, where, formula):
-    feedback = exercises.check("ch05-ex3", one_piece(piece))
-    assert not feedback.passed
-    assert feedback.message.startswith(f"{where} On [-1, 1] your gradient is {formula}, the derivative of ")
-    assert "together 2 - 2|x|" in feedback.message
-    zh = exercises.check("ch05-ex3", one_piece(piece), lang="zh").message
-    assert f"在 [-1, 1] 上你的梯度为 {formula}" in zh and "合起来是 2 - 2|x|" in zh
+# Further likely mistakes.
+
+def test_ex3_the_stopped_scale_with_the_plain_estimator_is_named():
+    answer = lambda w: tf.stop_gradient(mean_abs(w)) * gradlib.ste_sign(w)  # noqa: E731
+    feedback = exercises.check("ch05-ex3", answer)
+    assert "Your gradient is E·ȳ: E stopped and the gradient straight through sign(w), unclipped." in feedback.message
+    assert "你的梯度是 E·ȳ" in exercises.check("ch05-ex3", answer, lang="zh").message
 
 
-def test_ex3_tf_sign_is_rejected_at_zero():
-    answer = lambda x: gradlib.straight_through(tf.sign, lambda v: 2 * v - v * tf.abs(v))(  # noqa: E731
-        tf.clip_by_value(x, -1.0, 1.0))
+def clipped(v):
+    return tf.cast(tf.abs(v) <= 1, v.dtype)
+
+
+@pytest.mark.parametrize("backward, en, zh", [
+    (lambda dy, v, scale, n: dy * (1 / n + scale), "at w[3] = 1.5: your gradient is",
+     "Your gradient is ȳ (1/n + E) everywhere, also where |w| > 1."),
+    (lambda dy, v, scale, n: dy * (1 / n + clipped(v)), "at w[0] = 0: your gradient is",
+     "the sign's part must be multiplied by the scale α = E"),
+    (lambda dy, v, scale, n: dy * (1 / n + scale * tf.cast(tf.abs(v) < 1, v.dtype)), "at w[1] = 1: your gradient is",
+     "At w = ±1 the clipped part must still pass: the paper follows BinaryNet's indicator 1{|r| ≤ 1}, "
+     "the boundary included"),
+])
+def test_ex3_other_backward_mistakes_are_named(backward, en, zh):
+    answer = xnor_with_backward(backward)
     feedback = exercises.check("ch05-ex3", answer)
     assert not feedback.passed
-    assert feedback.message == ("at x = 0: your value is 0; expected +1: sign(0) must be +1 in a binary network "
-                                "(tf.sign(0) = 0 would be a third value).")
-    assert exercises.check("ch05-ex3", answer, lang="zh").message == (
-        "在 x = 0 处，你的前向值为 0，应为 +1：二值网络中 sign(0) 必须是 +1（tf.sign(0) = 0 会引入第三个值）。")
+    assert feedback.message.startswith(en) and zh in feedback.message, feedback.message
+    assert exercises.check("ch05-ex3", answer, lang="zh").message.startswith("在 w[")
 
 
-def test_ex3_reference_matches_gradlib():
-    x = ch05.APPROX_POINTS
-    value, grad = ch05.approx_sign_reference(x)
-    y, dydx = gradlib.curves(lambda v: gradlib.sign_with_surrogate(v, "approx_sign"), x)
-    np.testing.assert_array_equal(y, value)
-    np.testing.assert_allclose(dydx, grad, atol=1e-6)
+def test_ex3_forgetting_dy_is_named():
+    answer = xnor_with_backward(lambda dy, v, scale, n: 1 / n + scale * clipped(v))
+    feedback = exercises.check("ch05-ex3", answer)
+    assert feedback.message.startswith("with an upstream gradient of 0.5 at w = 0, your gradient is ")
+    assert feedback.message.endswith("Multiply by the upstream gradient dy.")
+    assert "请乘上上游梯度 dy" in exercises.check("ch05-ex3", answer, lang="zh").message
+
+
+def test_ex3_sign_of_zero_is_named():
+    paper = lambda dy, v, scale, n: dy * (1 / n + scale * clipped(v))  # noqa: E731
+    feedback = exercises.check("ch05-ex3", xnor_with_backward(paper, forward=tf.sign))
+    assert feedback.message.startswith("at w = 0: your value is 0; expected +E = ")
+    assert "takes sign(0) = +1 (tf.sign(0) = 0 would be a third value)" in feedback.message
+    strictly = xnor_with_backward(paper, forward=lambda v: tf.where(v > 0, 1.0, -1.0))
+    feedback = exercises.check("ch05-ex3", strictly)
+    assert "use w >= 0, not w > 0" in feedback.message
+    assert "请用 w >= 0，而不是 w > 0" in exercises.check("ch05-ex3", strictly, lang="zh").message
+
+
+@pytest.mark.parametrize("axis, word, zh_word", [(0, "column", "列"), (1, "row", "行")])
+def test_ex3_one_scale_per_row_or_column_is_named(axis, word, zh_word):
+    def per_axis(w):
+        if len(w.shape) == 1:
+            return xnor_paper(w)
+        scale = tf.reduce_mean(tf.abs(w), axis=axis, keepdims=True)
+        return gradlib.straight_through(lambda v: plus_minus_one(v) * scale, lambda v: v)(w)
+
+    feedback = exercises.check("ch05-ex3", per_axis)
+    assert not feedback.passed
+    assert feedback.message.startswith("on the 3×4 matrix, at w[")
+    assert f"Your values use one scale per {word}." in feedback.message
+    assert f"你的前向值对每一{zh_word}用了一个缩放因子" in exercises.check("ch05-ex3", per_axis, lang="zh").message
+
+
+def test_ex3_reference_agrees_with_a_tape():
+    for w, dy in ch05.XNOR_INPUTS:
+        value, grad = ch05.xnor_paper_reference(w, dy)
+        wt = tf.constant(w)
+        with tf.GradientTape() as tape:
+            tape.watch(wt)
+            y = xnor_paper(wt)
+        np.testing.assert_allclose(y.numpy(), value, rtol=1e-6)
+        np.testing.assert_allclose(tape.gradient(y, wt, output_gradients=dy).numpy(), grad, rtol=1e-5, atol=1e-6)
+        assert {0.0, 1.0, -1.0} <= set(w.ravel().tolist()) and np.any(np.abs(w) > 1)
+        assert len(set(dy.ravel().tolist())) > 1 and not np.isclose(np.mean(np.abs(w)), 1.0)
+
+
+def test_ex3_the_wrong_gradients_differ_from_the_right_one():
+    for w, dy in ch05.XNOR_INPUTS:
+        _, right = ch05.xnor_paper_reference(w, dy)
+        for key, wrong in ch05._xnor_wrong_gradients(w, dy):
+            assert not np.allclose(wrong, right, atol=1e-4, rtol=1e-4), key
 
 
 # -- hostile answers, for every check ------------------------------------------------
@@ -486,3 +597,13 @@ def test_ids_are_registered():
 def test_every_message_has_both_languages():
     for key, texts in ch05.MESSAGES.items():
         assert set(texts) == {"en", "zh"}, key
+
+
+def test_the_library_functions_are_restored_when_the_answer_raises():
+    def calls_then_raises(x, clip):
+        gradlib.ste_sign(x, clip=clip)
+        raise RuntimeError("boom")
+
+    feedback = exercises.check("ch05-ex1", calls_then_raises)
+    assert not feedback.passed and "raised RuntimeError" in feedback.message
+    assert gradlib.ste_sign is gradlib.ste.ste_sign

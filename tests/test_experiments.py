@@ -186,3 +186,18 @@ def test_progress_bar_in_build_mode(monkeypatch, capsys):
 def test_bad_options_are_refused(options, match):
     with pytest.raises(ValueError, match=match):
         experiments.digits_experiment(progress=False, **options)
+
+
+def test_weight_quantizer_replaces_the_weight_quantizer_only():
+    seen = []
+
+    def spy(w):
+        seen.append(tuple(w.shape))
+        return experiments.quantize_weights(w, "binary", ste=True)
+
+    a = experiments.digits_experiment("binary", "float", epochs=2, progress=False)
+    b = experiments.digits_experiment("binary", "float", epochs=2, progress=False, weight_quantizer=spy)
+    assert a["test_accuracy"] == b["test_accuracy"] and a["curves"] == b["curves"]  # the same estimator, same run
+    assert {(64, 64), (64, 10)} <= set(seen)
+    with pytest.raises(TypeError, match="weight_quantizer"):
+        experiments.digits_experiment("binary", "float", epochs=1, progress=False, weight_quantizer="strict")

@@ -3,12 +3,16 @@
 * ``ch05-ex1``: ``binary_sign(x, clip)``, values in :math:`\\{-1, +1\\}` with
   sign(0) = +1, gradient 1 where :math:`|x| \\le \\text{clip}` and 0 elsewhere
   (BinaryNet's clipped straight-through estimator).
-* ``ch05-ex2``: ``dorefa_weights(w, bits)``, DoReFa-Net's k-bit weights
-  :math:`2\\,\\operatorname{round}(n u)/n - 1` with
+* ``ch05-ex2``: ``dorefa_weights(w, bits)``, DoReFa-Net's k-bit weights for
+  k >= 2, :math:`2\\,\\operatorname{round}(n u)/n - 1` with
   :math:`u = \\tanh w / (2 \\max|\\tanh w|) + 1/2` and :math:`n = 2^k - 1`;
-  straight through the rounding only, everything else differentiated.
-* ``ch05-ex3``: ``approx_sign(x)``, sign with sign(0) = +1 and the ApproxSign
-  surrogate :math:`\\max(0, 2 - 2|x|)` of Bi-Real Net.
+  straight through the rounding only, everything else differentiated.  (At
+  k = 1 DoReFa-Net binarises the weights with a scaled sign instead.)
+* ``ch05-ex3``: ``xnor_paper(w)``, XNOR-Net's binary weights with the
+  gradient of the paper's section 3.1: forward :math:`\\operatorname{sign}(w)\\,E`
+  with sign(0) = +1 and :math:`E = \\frac1n\\sum_i |w_i|` over the whole
+  tensor; backward
+  :math:`\\partial C/\\partial w_i = \\bar y_i\\,(1/n + E\\,\\mathbb{1}\\{|w_i| \\le 1\\})`.
 
 Every reference below is a closed NumPy formula, independent of gradlib's ops
 and of the chapter's solutions.  The answers run under ``tf.GradientTape``
@@ -16,18 +20,29 @@ with upstream gradients other than 1, so a ``grad_fn`` that forgets ``dy``
 is caught.
 
 Each check names the wrong answers students write most often, in both
-languages: ex1 a ``tf.sign`` forward (sign(0) = 0), a strict boundary
-(|x| < clip) and the unclipped estimator; ex2 straight through the whole
-quantizer, the wrong maximum (of |w|, without the absolute value, along one
-axis), q instead of 2q - 1, 2^k levels, and ties rounded up; ex3 the
-derivative of one piece of F on both sides of 0, sign(0) = 0 and the
-missing clip outside [-1, 1].  The wrong DoReFa variants are rebuilt from
-TensorFlow ops (:func:`_dorefa_variant`) only to recognise them.
+languages: ex1 a ``tf.sign`` forward (sign(0) = 0), ``x > 0`` instead of
+``x >= 0``, a strict boundary (|x| < clip) and the unclipped estimator; ex2
+straight through the whole quantizer, the wrong maximum (of |w|, without
+the absolute value, along one axis), q instead of 2q - 1 and 2^k levels;
+ex3 TensorFlow's product rule through E (every term, not the paper's
+diagonal), E stopped with the clipped estimator (no 1/n term), the identity
+of ``xnor_binarize``, the missing clip, the missing scale and a strict
+boundary.  The wrong DoReFa variants are rebuilt from TensorFlow ops
+(:func:`_dorefa_variant`) only to recognise them.
+
+Ex1 and ex2 ask the reader to write what the library already has: while
+such a check runs, :func:`_library_calls` wraps ``gradlib.ste_sign`` and
+``gradlib.sign_with_surrogate`` (ex1), and
+``gradlib.experiments.quantize_weights`` (ex2), as attributes of their
+modules, and an answer that calls one of them is told so.  An answer that
+imported the function under another name before the check is not caught.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Tuple
+import contextlib
+import importlib
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -41,11 +56,26 @@ MESSAGES = {
     "with_bits": {"en": "with bits = {bits}, ", "zh": "当 bits = {bits} 时，"},
     "at_w": {"en": "at w{index} = {w}: ", "zh": "在 w{index} = {w} 处，"},
     "sign_zero": {
-        "en": "{prefix}at x = 0: your value is {got}; expected +1: sign(0) must be +1 in a binary network "
-              "(tf.sign(0) = 0 would be a third value).",
-        "zh": "{prefix}在 x = 0 处，你的前向值为 {got}，应为 +1：二值网络中 sign(0) 必须是 +1"
-              "（tf.sign(0) = 0 会引入第三个值）。",
+        "en": "{prefix}at x = 0: your value is {got}; expected +1: this exercise, like BinaryConnect and larq, "
+              "takes sign(0) = +1 (tf.sign(0) = 0 would be a third value).",
+        "zh": "{prefix}在 x = 0 处，你的前向值为 {got}，应为 +1：本练习与 BinaryConnect 和 larq 一样，"
+              "取 sign(0) = +1（tf.sign(0) = 0 会引入第三个值）。",
     },
+    "sign_zero_negative": {
+        "en": "{prefix}at x = 0: your value is -1; expected +1: use x >= 0, not x > 0. This exercise, like "
+              "BinaryConnect and larq, takes sign(0) = +1.",
+        "zh": "{prefix}在 x = 0 处，你的前向值为 -1，应为 +1：请用 x >= 0，而不是 x > 0。本练习与 BinaryConnect "
+              "和 larq 一样，取 sign(0) = +1。",
+    },
+    "library_call": {
+        "en": "Your answer gives the right values and gradients, but it calls {name}, the library's version of "
+              "what this exercise asks you to write. Write it with TensorFlow operations (the tf.stop_gradient "
+              "trick or tf.custom_gradient){allowed}.",
+        "zh": "你的答案的值和梯度都正确，但它调用了 {name}，也就是本练习要你自己编写的那个函数的库版本。"
+              "请用 TensorFlow 运算（tf.stop_gradient 技巧或 tf.custom_gradient）来编写{allowed}。",
+    },
+    "dorefa_allowed": {"en": "; gradlib.dorefa_quantize is allowed", "zh": "；可以使用 gradlib.dorefa_quantize"},
+    "nothing_allowed": {"en": "", "zh": ""},
     "sign_forward": {
         "en": "The forward pass must be +1 for x ≥ 0 and -1 for x < 0.",
         "zh": "前向必须在 x ≥ 0 时为 +1、在 x < 0 时为 -1。",
@@ -101,12 +131,6 @@ MESSAGES = {
         "en": "The value must be 2 round(n u)/n - 1 with n = 2^bits - 1 = {n} and u = tanh(w)/(2 max|tanh w|) + 1/2.",
         "zh": "前向值应为 2 round(n u)/n - 1，其中 n = 2^bits - 1 = {n}，u = tanh(w)/(2 max|tanh w|) + 1/2。",
     },
-    "dorefa_tie": {
-        "en": "Here n u = {nu} is a rounding tie: tf.round rounds ties to the even integer ({even}), "
-              "floor(n u + 1/2) rounds them up.",
-        "zh": "此处 n u = {nu} 恰好位于两个整数正中：tf.round 取偶数（{even}），"
-              "而 floor(n u + 1/2) 向上取整。",
-    },
     "dorefa_levels": {
         "en": "bits = {bits} gives 2^bits = {levels} values from -1 to 1: round(n u)/n with n = 2^bits - 1 = {n}, "
               "not 2^bits.",
@@ -131,9 +155,9 @@ MESSAGES = {
         "zh": "只有取整是直通的：梯度为 dy · 2 · du/dw，其中 u = tanh(w)/(2 max|tanh w|) + 1/2。",
     },
     "dorefa_passed": {
-        "en": "correct for bits = {bits} on {n} weights, including w = 0 (a rounding tie) and the largest |w| "
+        "en": "correct for bits = {bits} on {n} weights, including w = 0 (u = 1/2) and the largest |w| "
               "(u = 0 or 1), with random upstream gradients{variant}.",
-        "zh": "在 bits = {bits}、{n} 个权重上都正确，包括 w = 0（取整的中点）和 |w| 最大者（u = 0 或 1），"
+        "zh": "在 bits = {bits}、{n} 个权重上都正确，包括 w = 0（u = 1/2）和 |w| 最大者（u = 0 或 1），"
               "上游梯度为随机值{variant}。",
     },
     "dorefa_max_w": {
@@ -163,33 +187,87 @@ MESSAGES = {
         "zh": "；你停止了经过 max|tanh w| 的梯度，这是常见且可行的变体",
     },
     # ch05-ex3
-    "approx_inside": {
-        "en": "ApproxSign's derivative is 2 - 2|x| = {expected} for |x| ≤ 1.",
-        "zh": "ApproxSign 的导数在 |x| ≤ 1 时为 2 - 2|x| = {expected}。",
+    "at_w3": {"en": "{where}at w{index} = {w}: ", "zh": "{where}在 w{index} = {w} 处，"},
+    "in_vector": {"en": "", "zh": ""},
+    "in_matrix": {"en": "on the {shape} matrix, ", "zh": "在 {shape} 矩阵上，"},
+    "xnor_value": {
+        "en": "The value is sign(w)·E with E = mean|w| over the whole tensor, here E = {E}.",
+        "zh": "前向值应为 sign(w)·E，其中 E 是整个张量上 |w| 的平均值，这里 E = {E}。",
     },
-    "approx_outside": {
-        "en": "Because |x| = {ax} > 1, ApproxSign is flat there and the gradient must be 0.",
-        "zh": "因为 |x| = {ax} > 1，ApproxSign 在那里是平的，梯度应为 0。",
+    "xnor_zero": {
+        "en": "{where}at w = 0: your value is {got}; expected +E = {E}: this exercise, like BinaryConnect, larq "
+              "and DoReFa-Net's code, takes sign(0) = +1 (tf.sign(0) = 0 would be a third value).",
+        "zh": "{where}在 w = 0 处，你的前向值为 {got}，应为 +E = {E}：本练习与 BinaryConnect、larq 以及 "
+              "DoReFa-Net 的代码一样，取 sign(0) = +1（tf.sign(0) = 0 会引入第三个值）。",
     },
-    "approx_unclipped": {
-        "en": "Your gradient is 2 - 2|x| everywhere, negative for |x| > 1. F is flat (±1) outside [-1, 1], so "
-              "F'(x) = max(0, 2 - 2|x|) is 0 there: clip x to [-1, 1] before the polynomial, or take the "
-              "maximum with 0.",
-        "zh": "你的梯度处处为 2 - 2|x|，在 |x| > 1 处为负。F 在 [-1, 1] 之外是平的（±1），"
-              "所以 F'(x) = max(0, 2 - 2|x|) 在那里为 0：请先把 x 截断到 [-1, 1] 再代入多项式，或与 0 取最大值。",
+    "xnor_zero_negative": {
+        "en": "{where}at w = 0: your value is {got}; expected +E = {E}: use w >= 0, not w > 0 (sign(0) = +1).",
+        "zh": "{where}在 w = 0 处，你的前向值为 {got}，应为 +E = {E}：请用 w >= 0，而不是 w > 0（sign(0) = +1）。",
     },
-    "approx_piece": {
-        "en": "On [-1, 1] your gradient is {formula}, the derivative of {piece} on both sides of 0. F has two "
-              "pieces: 2x + x² for x < 0 (derivative 2 + 2x) and 2x - x² for x ≥ 0 (derivative 2 - 2x); "
-              "together 2 - 2|x|.",
-        "zh": "在 [-1, 1] 上你的梯度为 {formula}，即把 {piece} 的导数用在了 0 的两侧。F 有两段："
-              "x < 0 时为 2x + x²（导数 2 + 2x），x ≥ 0 时为 2x - x²（导数 2 - 2x）；合起来是 2 - 2|x|。",
+    "xnor_axis": {
+        "en": "Your values use one scale per {axis}. Here E is one number, the mean of |w| over the whole tensor "
+              "(tf.reduce_mean(tf.abs(w)) without an axis), and n counts all its entries.",
+        "zh": "你的前向值对每一{axis}用了一个缩放因子。这里 E 只有一个，即整个张量上 |w| 的平均值"
+              "（不带 axis 的 tf.reduce_mean(tf.abs(w))），n 是张量的全部元素个数。",
     },
-    "approx_passed": {
-        "en": "correct on {n} points including 0 (gradient 2) and ±1: values in {{-1, +1}} with sign(0) = +1, "
-              "gradient max(0, 2 - 2|x|), for a 2-D input and an upstream gradient other than 1.",
-        "zh": "在包括 0（梯度为 2）与 ±1 在内的 {n} 个点上都正确：值属于 {{-1, +1}} 且 sign(0) = +1，"
-              "梯度为 max(0, 2 - 2|x|)；对二维输入和不为 1 的上游梯度也成立。",
+    "row_word": {"en": "row", "zh": "行"},
+    "column_word": {"en": "column", "zh": "列"},
+    "xnor_product_rule": {
+        "en": "Your gradient has every term of the product rule through E = mean|w|: dE/dw_j = sign(w_j)/n "
+              "couples all the weights and adds (sign(w_j)/n)·Σ_i sign(w_i)·ȳ_i to each one. The paper keeps "
+              "only the terms with i = j: ȳ_j (1/n + E·1{{|w_j| ≤ 1}}). Stop the gradient of E and write the "
+              "backward pass yourself (tf.custom_gradient).",
+        "zh": "你的梯度包含了经过 E = mean|w| 的乘积法则的全部项：dE/dw_j = sign(w_j)/n 把所有权重耦合在一起，"
+              "给每个梯度都加上了 (sign(w_j)/n)·Σ_i sign(w_i)·ȳ_i。论文只保留 i = j 的项："
+              "ȳ_j (1/n + E·1{{|w_j| ≤ 1}})。请停止 E 的梯度，自己写出反向传播（tf.custom_gradient）。",
+    },
+    "xnor_no_diagonal": {
+        "en": "Your gradient is E·1{{|w| ≤ 1}}·ȳ: E stopped and the clipped estimator, larq's MagnitudeAwareSign. "
+              "The paper also keeps the term through the scale, ȳ/n: ȳ (1/n + E·1{{|w| ≤ 1}}).",
+        "zh": "你的梯度是 E·1{{|w| ≤ 1}}·ȳ：E 被停止梯度，再加上截断估计器，即 larq 的 MagnitudeAwareSign。"
+              "论文还保留了经过缩放因子的那一项 ȳ/n：ȳ (1/n + E·1{{|w| ≤ 1}})。",
+    },
+    "xnor_plain": {
+        "en": "Your gradient is E·ȳ: E stopped and the gradient straight through sign(w), unclipped. The paper's "
+              "is ȳ (1/n + E·1{{|w| ≤ 1}}): a term 1/n through the scale, and the clip on the sign's part.",
+        "zh": "你的梯度是 E·ȳ：E 被停止梯度，梯度不经截断地直通 sign(w)。论文的梯度是 ȳ (1/n + E·1{{|w| ≤ 1}})："
+              "多一项经过缩放因子的 1/n，并且对 sign 的那一部分做截断。",
+    },
+    "xnor_identity": {
+        "en": "Your gradient is the upstream gradient unchanged: the backward pass of xnor_binarize and of "
+              "DoReFa-Net's 1-bit weights. The paper's is ȳ (1/n + E·1{{|w| ≤ 1}}).",
+        "zh": "你的梯度就是原样传回的上游梯度：这是 xnor_binarize 以及 DoReFa-Net 的 1 位权重的反向传播。"
+              "论文的梯度是 ȳ (1/n + E·1{{|w| ≤ 1}})。",
+    },
+    "xnor_no_clip": {
+        "en": "Your gradient is ȳ (1/n + E) everywhere, also where |w| > 1. The paper clips the sign's part: "
+              "ȳ (1/n + E·1{{|w| ≤ 1}}), so only ȳ/n is left where |w| > 1.",
+        "zh": "你的梯度处处为 ȳ (1/n + E)，在 |w| > 1 处也是。论文对 sign 的那一部分做了截断："
+              "ȳ (1/n + E·1{{|w| ≤ 1}})，因此在 |w| > 1 处只剩下 ȳ/n。",
+    },
+    "xnor_no_scale": {
+        "en": "Your gradient is ȳ (1/n + 1{{|w| ≤ 1}}): the sign's part must be multiplied by the scale α = E, "
+              "because the forward pass is E·sign(w): ȳ (1/n + E·1{{|w| ≤ 1}}).",
+        "zh": "你的梯度是 ȳ (1/n + 1{{|w| ≤ 1}})：sign 的那一部分必须乘以缩放因子 α = E，"
+              "因为前向是 E·sign(w)：ȳ (1/n + E·1{{|w| ≤ 1}})。",
+    },
+    "xnor_strict": {
+        "en": "At w = ±1 the clipped part must still pass: the paper follows BinaryNet's indicator 1{{|r| ≤ 1}}, "
+              "the boundary included (the authors' Torch code sets it to 0 where |W| ≥ 1; this exercise follows "
+              "the paper).",
+        "zh": "在 w = ±1 处截断的那一部分仍应通过：论文沿用 BinaryNet 的指示函数 1{{|r| ≤ 1}}，含边界"
+              "（作者的 Torch 代码在 |W| ≥ 1 处把它设为 0；本练习以论文为准）。",
+    },
+    "xnor_gradient": {
+        "en": "The gradient is ȳ_i (1/n + E·1{{|w_i| ≤ 1}}) with n = {n} entries and E = {E}.",
+        "zh": "梯度应为 ȳ_i (1/n + E·1{{|w_i| ≤ 1}})，其中 n = {n} 是元素个数，E = {E}。",
+    },
+    "xnor_passed": {
+        "en": "correct on a vector of {n} weights and a {shape} matrix, including w = 0 and w = ±1: values "
+              "sign(w)·E with sign(0) = +1, gradient ȳ (1/n + E·1{{|w| ≤ 1}}), for upstream gradients other "
+              "than 1.",
+        "zh": "在 {n} 个权重的向量和一个 {shape} 矩阵上都正确，包括 w = 0 和 w = ±1：值为 sign(w)·E 且 "
+              "sign(0) = +1，梯度为 ȳ (1/n + E·1{{|w| ≤ 1}})；对不为 1 的上游梯度也成立。",
     },
 }
 
@@ -252,7 +330,8 @@ def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, 
         i = _first_bad(y, value)
         if i is not None:
             if flat_x[i] == 0:
-                raise Mismatch(message(MESSAGES, "sign_zero", lang, prefix=prefix, got=fmt(flat_y[i])))
+                key = "sign_zero_negative" if flat_y[i] == -1 else "sign_zero"
+                raise Mismatch(message(MESSAGES, key, lang, prefix=prefix, got=fmt(flat_y[i])))
             raise Mismatch(_join(_mismatch_text(lang, prefix, flat_x[i], "forward", flat_y[i],
                                                 np.ravel(value)[i]),
                                  message(MESSAGES, "sign_forward", lang), lang))
@@ -281,6 +360,44 @@ def _sign_pm1(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
 
 
+@contextlib.contextmanager
+def _library_calls(names: Sequence[Tuple[str, str]]) -> Iterator[List[str]]:
+    """While the block runs, record calls of the library functions ``names`` ((module, attribute) pairs).
+
+    Each attribute is replaced, on its module, by a wrapper that appends
+    ``"module.attribute"`` to the yielded list and calls the original; the
+    originals are put back on exit, whatever happens.  Only calls that look
+    the function up on its module at call time (``gradlib.ste_sign(x)``) are
+    seen.
+    """
+    calls: List[str] = []
+    saved = []
+
+    def recorder(original, name):
+        def wrapper(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+        wrapper.__doc__, wrapper.__name__ = original.__doc__, original.__name__
+        return wrapper
+
+    try:
+        for module_name, attribute in names:
+            module = importlib.import_module(module_name)
+            original = getattr(module, attribute)
+            saved.append((module, attribute, original))
+            setattr(module, attribute, recorder(original, f"{module_name}.{attribute}"))
+        yield calls
+    finally:
+        for module, attribute, original in reversed(saved):
+            setattr(module, attribute, original)
+
+
+def _refuse_library(calls: List[str], lang: str, allowed: str = "nothing_allowed") -> None:
+    if calls:
+        raise Mismatch(message(MESSAGES, "library_call", lang, name=calls[0],
+                               allowed=message(MESSAGES, allowed, lang)))
+
+
 # -- ch05-ex1: binary_sign(x, clip) ----------------------------------------------------
 
 CLIPS = (1.0, 0.5, 2.0)
@@ -294,8 +411,18 @@ def binary_sign_reference(x: np.ndarray, clip: float) -> Tuple[np.ndarray, np.nd
     return _sign_pm1(x), (np.abs(x) <= clip).astype(np.float32)
 
 
+EX1_LIBRARY = (("gradlib", "ste_sign"), ("gradlib", "sign_with_surrogate"))
+
+
 @exercise("ch05-ex1", MESSAGES, answer="binary_sign")
 def check_binary_sign(answer, lang):
+    with _library_calls(EX1_LIBRARY) as calls:
+        _check_binary_sign(answer, lang)
+    _refuse_library(calls, lang)
+    return message(MESSAGES, "binary_passed", lang, clips=", ".join(fmt(c) for c in CLIPS), n=SIGN_POINTS.size)
+
+
+def _check_binary_sign(answer, lang):
     for clip in CLIPS:
         prefix = message(MESSAGES, "with_clip", lang, clip=fmt(clip))
 
@@ -314,18 +441,17 @@ def check_binary_sign(answer, lang):
             _check_elementwise(lambda v, clip=clip: answer(v, clip), x,
                                lambda p, clip=clip: binary_sign_reference(p, clip),
                                lang=lang, prefix=prefix, gradient_hint=hint, diagnose=diagnose)
-    return message(MESSAGES, "binary_passed", lang, clips=", ".join(fmt(c) for c in CLIPS), n=SIGN_POINTS.size)
 
 
 # -- ch05-ex2: dorefa_weights(w, bits) -------------------------------------------------
 
-BITS = (1, 2, 3, 8)
+BITS = (2, 3, 8)  # at k = 1 DoReFa-Net binarises weights with a scaled sign, not this formula
 
 
 def _dorefa_inputs():
     rng = np.random.default_rng(7)
     w = (0.8 * rng.standard_normal((4, 6))).astype(np.float32)
-    w[0, 0] = 0.0  # u = 1/2 exactly: n u = n/2 is a rounding tie for every n = 2^k - 1
+    w[0, 0] = 0.0  # u = 1/2: n u = n/2 is a tie, rounded up by tf.round for every odd n >= 3
     upstream = rng.choice([0.5, -1.0, 2.0, 3.0, -2.5], size=w.shape).astype(np.float32)
     return w, upstream
 
@@ -401,8 +527,20 @@ def _index(i: int, shape) -> str:
     return "[" + ", ".join(str(k) for k in np.unravel_index(i, shape)) + "]"
 
 
+EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"),)
+
+
 @exercise("ch05-ex2", MESSAGES, answer="dorefa_weights")
 def check_dorefa_weights(answer, lang):
+    with _library_calls(EX2_LIBRARY) as calls:
+        variants = _check_dorefa_weights(answer, lang)
+    _refuse_library(calls, lang, "dorefa_allowed")
+    variant = message(MESSAGES, "stopped_max", lang) if variants == {"stopped"} else ""
+    return message(MESSAGES, "dorefa_passed", lang, bits=", ".join(str(b) for b in BITS), n=DOREFA_W.size,
+                   variant=variant)
+
+
+def _check_dorefa_weights(answer, lang):
     w, dy = DOREFA_W, DOREFA_UPSTREAM
     variants = set()
     for bits in BITS:
@@ -419,12 +557,9 @@ def check_dorefa_weights(answer, lang):
             got = np.ravel(y)[i]
             text = message(COMMON, "value", lang, where=where, what=message(COMMON, "forward", lang),
                            got=fmt(got), expected=fmt(np.ravel(value)[i]))
-            half_up = 2 * np.floor(n / 2 + 0.5) / n - 1
             mistake = _dorefa_mistake(y, None, bits, lang)
             if mistake is not None:
                 hint = mistake
-            elif flat_w[i] == 0 and np.isclose(got, half_up, atol=1e-5):
-                hint = message(MESSAGES, "dorefa_tie", lang, nu=fmt(n / 2), even=fmt(np.round(n / 2)))
             elif 2 ** bits < len(np.unique(np.round(y, 5))) <= 2 ** (bits + 1) + 1:  # quantized, too finely
                 hint = message(MESSAGES, "dorefa_levels", lang, bits=bits, levels=2 ** bits, n=n)
             else:
@@ -450,39 +585,111 @@ def check_dorefa_weights(answer, lang):
                        got=fmt(np.ravel(g)[i]), expected=fmt(np.ravel(target)[i]))
         key = "dorefa_max" if i == int(np.argmax(np.abs(flat_w))) else "dorefa_gradient"
         raise Mismatch(_join(text, mistake or message(MESSAGES, key, lang), lang))
-    variant = message(MESSAGES, "stopped_max", lang) if variants == {"stopped"} else ""
-    return message(MESSAGES, "dorefa_passed", lang, bits=", ".join(str(b) for b in BITS), n=w.size,
-                   variant=variant)
+    return variants
 
 
-# -- ch05-ex3: approx_sign(x) -----------------------------------------------------------
+# -- ch05-ex3: xnor_paper(w) ------------------------------------------------------------
 
-APPROX_POINTS = kink_and_random_points([0.0, 0.5, -0.5, 1.0, -1.0, 0.25, -0.75, 1.5, -2.0], count=27, seed=6)
+def _xnor_inputs():
+    rng = np.random.default_rng(11)
+    vector = np.concatenate([np.array([0.0, 1.0, -1.0, 1.5, -2.0, 0.25, -0.6], np.float32),
+                             rng.uniform(-1.8, 1.8, 9).astype(np.float32)])
+    matrix = rng.uniform(-1.6, 1.6, (3, 4)).astype(np.float32)
+    matrix[0, 0], matrix[1, 2], matrix[2, 3] = 0.0, 1.0, -1.0
+    inputs = []
+    for w in (vector, matrix):
+        upstream = rng.choice([0.5, -1.0, 2.0, 3.0, -2.5, 1.5], size=w.shape).astype(np.float32)
+        inputs.append((w, upstream))
+    return tuple(inputs)
 
 
-def approx_sign_reference(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """sign with sign(0) = +1, and Bi-Real Net's surrogate derivative max(0, 2 - 2|x|)."""
-    return _sign_pm1(x), np.maximum(0.0, 2.0 - 2.0 * np.abs(x)).astype(np.float32)
+XNOR_INPUTS = _xnor_inputs()
 
 
-@exercise("ch05-ex3", MESSAGES, answer="approx_sign")
-def check_approx_sign(answer, lang):
-    def hint(x):
-        if abs(x) > 1:
-            return message(MESSAGES, "approx_outside", lang, ax=fmt(abs(x)))
-        return message(MESSAGES, "approx_inside", lang, expected=fmt(2 - 2 * abs(np.float32(x))))
+def xnor_paper_reference(w: np.ndarray, upstream: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    r"""Value (float32) and vector-Jacobian product (float64) of the paper's binarizer (section 3.1).
 
-    def diagnose(x, g):
-        inside = np.abs(x) <= 1
-        close = lambda a, b: np.allclose(a, b, atol=1e-4, rtol=1e-4)  # noqa: E731
-        if close(g, 2 - 2 * np.abs(x)):
-            return message(MESSAGES, "approx_unclipped", lang)
-        for formula, piece, derivative in (("2 - 2x", "2x - x²", 2 - 2 * x), ("2 + 2x", "2x + x²", 2 + 2 * x)):
-            if close(g[inside], derivative[inside]):
-                return message(MESSAGES, "approx_piece", lang, formula=formula, piece=piece)
-        return None
+    Value :math:`\operatorname{sign}(w)\,E` with sign(0) = +1 and
+    :math:`E = \operatorname{mean}|w|` over the whole tensor; gradient
+    :math:`\bar y_i (1/n + E\,\mathbb{1}\{|w_i| \le 1\})`.
+    """
+    scale32 = np.mean(np.abs(w.astype(np.float32)), dtype=np.float32)
+    value = (_sign_pm1(w) * scale32).astype(np.float32)
+    scale, n = float(np.mean(np.abs(w.astype(np.float64)))), w.size
+    return value, upstream.astype(np.float64) * (1.0 / n + scale * (np.abs(w) <= 1))
 
-    for x in (APPROX_POINTS, APPROX_POINTS[:36].reshape(4, 9)):
-        _check_elementwise(answer, x, approx_sign_reference, lang=lang, prefix="", gradient_hint=hint,
-                           diagnose=diagnose)
-    return message(MESSAGES, "approx_passed", lang, n=APPROX_POINTS.size)
+
+def _xnor_wrong_gradients(w: np.ndarray, upstream: np.ndarray):
+    """The gradients of the typical wrong answers, each with the key of its message."""
+    ybar, n = upstream.astype(np.float64), w.size
+    scale, inside = float(np.mean(np.abs(w.astype(np.float64)))), (np.abs(w) <= 1).astype(np.float64)
+    s = _sign_pm1(w).astype(np.float64)
+    coupling = np.sum(s * ybar) / n
+    for outer in (np.sign(w).astype(np.float64), s):  # TensorFlow's d|w|/dw is 0 at 0; by hand, +1
+        yield "xnor_product_rule", scale * inside * ybar + outer * coupling
+        yield "xnor_product_rule", scale * ybar + outer * coupling  # and the unclipped estimator
+    yield "xnor_no_diagonal", scale * inside * ybar
+    yield "xnor_plain", scale * ybar
+    yield "xnor_identity", ybar
+    yield "xnor_no_clip", ybar * (1.0 / n + scale)
+    yield "xnor_no_scale", ybar * (1.0 / n + inside)
+
+
+def _xnor_values(answer_values, w, where, lang):
+    value, _ = xnor_paper_reference(w, np.ones_like(w))
+    bad = np.flatnonzero(~np.isclose(np.ravel(answer_values), np.ravel(value), atol=1e-5, rtol=1e-4))
+    if bad.size == 0:
+        return
+    i = int(next((k for k in bad if np.ravel(w)[k] != 0), bad[0]))  # w = 0 last: its message is narrower
+    scale = np.mean(np.abs(w), dtype=np.float32)
+    got, flat_w = np.ravel(answer_values)[i], np.ravel(w)
+    text = message(COMMON, "value", lang,
+                   where=message(MESSAGES, "at_w3", lang, where=where, index=_index(i, w.shape), w=fmt(flat_w[i])),
+                   what=message(COMMON, "forward", lang), got=fmt(got), expected=fmt(np.ravel(value)[i]))
+    if w.ndim == 2:
+        for axis, word in ((0, "column_word"), (1, "row_word")):
+            per_axis = _sign_pm1(w) * np.mean(np.abs(w), axis=axis, keepdims=True)
+            if np.allclose(answer_values, per_axis, atol=1e-5, rtol=1e-4):
+                raise Mismatch(_join(text, message(MESSAGES, "xnor_axis", lang, axis=message(MESSAGES, word, lang)),
+                                     lang))
+    if flat_w[i] == 0 and (np.isclose(got, 0.0, atol=1e-6) or np.isclose(got, -scale, atol=1e-5)):
+        key = "xnor_zero" if np.isclose(got, 0.0, atol=1e-6) else "xnor_zero_negative"
+        raise Mismatch(message(MESSAGES, key, lang, where=where, got=fmt(got), E=fmt(scale)))
+    raise Mismatch(_join(text, message(MESSAGES, "xnor_value", lang, E=fmt(scale)), lang))
+
+
+@exercise("ch05-ex3", MESSAGES, answer="xnor_paper")
+def check_xnor_paper(answer, lang):
+    close = lambda a, b: np.allclose(a, b, atol=1e-4, rtol=1e-4)  # noqa: E731
+    for w, ybar in XNOR_INPUTS:
+        where = "" if w.ndim == 1 else message(MESSAGES, "in_matrix", lang, shape="×".join(map(str, w.shape)))
+        y, g = _value_and_vjp(answer, w, ybar, lang=lang, prefix=where)
+        _xnor_values(y, w, where, lang)
+        _, expected = xnor_paper_reference(w, ybar)
+        i = _first_bad(g, expected, atol=1e-4)
+        if i is None:
+            continue
+        flat_w = np.ravel(w)
+        if not np.any(g):
+            raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=where,
+                                   kind=message(MESSAGES, "zero_word", lang)))
+        _, local = xnor_paper_reference(w, np.ones_like(w))
+        if close(g, local):  # the local derivative, not multiplied by the upstream gradient
+            raise Mismatch(message(MESSAGES, "upstream", lang, prefix=where, dy=fmt(np.ravel(ybar)[i]),
+                                   at=f"w = {fmt(flat_w[i])}", got=fmt(np.ravel(g)[i]),
+                                   expected=fmt(np.ravel(expected)[i])))
+        text = message(COMMON, "value", lang,
+                       where=message(MESSAGES, "at_w3", lang, where=where, index=_index(i, w.shape),
+                                     w=fmt(flat_w[i])),
+                       what=message(COMMON, "gradient", lang), got=fmt(np.ravel(g)[i]),
+                       expected=fmt(np.ravel(expected)[i]))
+        hint = next((message(MESSAGES, key, lang) for key, wrong in _xnor_wrong_gradients(w, ybar)
+                     if close(g, wrong)), None)
+        if hint is None and np.all(np.abs(np.ravel(w)[np.flatnonzero(~np.isclose(g, expected, atol=1e-4,
+                                                                                   rtol=1e-4))]) == 1):
+            hint = message(MESSAGES, "xnor_strict", lang)  # wrong exactly at w = ±1: a strict |w| < 1
+        if hint is None:
+            hint = message(MESSAGES, "xnor_gradient", lang, n=w.size, E=fmt(np.mean(np.abs(w), dtype=np.float32)))
+        raise Mismatch(_join(text, hint, lang))
+    vector, matrix = XNOR_INPUTS[0][0], XNOR_INPUTS[1][0]
+    return message(MESSAGES, "xnor_passed", lang, n=vector.size, shape="×".join(map(str, matrix.shape)))
