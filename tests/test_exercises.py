@@ -113,6 +113,8 @@ def test_a_zero_from_an_unrecorded_inner_gradient_is_explained(answer):
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your second derivative is 0; expected 9.")
+    assert "the tape you differentiated the first derivative with never recorded how it depends on x" \
+        in feedback.message
     assert "unconnected_gradients=ZERO turned that None into 0" in feedback.message
     assert "inside the outer tape's with block" in feedback.message
     zh = exercises.check("ch01-ex2", answer, lang="zh")
@@ -124,8 +126,27 @@ def test_none_from_an_unrecorded_inner_gradient_is_explained():
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your function returned None; expected 9. "
-                                       "The outer tape has no path")
+                                       "The tape you differentiated the first derivative with has no path")
     assert "没有从一阶导数回到 x 的路径" in exercises.check("ch01-ex2", answer, lang="zh").message
+
+
+def one_persistent_tape_outside_its_block(f, x):  # one tape, both gradient calls after the with block
+    x = tf.convert_to_tensor(x, tf.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x)
+    dy = tape.gradient(y, x)
+    return tape.gradient(dy, x)
+
+
+def test_the_unrecorded_first_derivative_message_fits_one_persistent_tape():
+    # the reader has no inner and outer tape: the message speaks of "the tape you differentiated ... with"
+    feedback = exercises.check("ch01-ex2", one_persistent_tape_outside_its_block)
+    assert not feedback.passed
+    assert "your function returned None; expected 9. The tape you differentiated the first derivative with " \
+        "has no path from it back to x: a tape records only while its with block is open." in feedback.message
+    zh = exercises.check("ch01-ex2", one_persistent_tape_outside_its_block, lang="zh")
+    assert "在你用来对一阶导数求导的梯度带中，没有从一阶导数回到 x 的路径" in zh.message
 
 
 def test_none_for_a_linear_function_is_explained():
@@ -264,6 +285,26 @@ def onto_the_sphere(loss_fn, w, steps):
     return train_loop(loss_fn, w, steps, project=in_place(lambda w: w / tf.norm(w)))
 
 
+def projected_once(loss_fn, w, steps, learning_rate=0.1):  # the projection moved after the loop
+    optimizer = keras.optimizers.SGD(learning_rate)
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(w)
+        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+    w.assign(tf.clip_by_norm(w, UNIT_BALL))
+    return w
+
+
+def assign_rebound(loss_fn, w, steps, learning_rate=0.1):  # w = w.assign(...)
+    optimizer = keras.optimizers.SGD(learning_rate)
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(w)
+        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+        w = w.assign(tf.clip_by_norm(w, UNIT_BALL))
+    return w
+
+
 def on_a_copy(loss_fn, w, steps):
     return train(loss_fn, tf.Variable(w), steps)
 
@@ -283,7 +324,7 @@ def by_hand(loss_fn, w, steps, learning_rate=0.1):  # a correct answer without a
 def test_ch01_ex3_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch01-ex3", answer, lang=lang)
     assert feedback.passed, feedback.message
-    assert feedback.message.startswith("correct on 4 losses" if lang == "en" else "在 4 组损失与起点上都正确")
+    assert feedback.message.startswith("correct on 5 losses" if lang == "en" else "在 5 组损失与起点上都正确")
 
 
 @pytest.mark.parametrize("answer, raised", [
@@ -298,9 +339,37 @@ def test_ch01_ex3_a_variable_replaced_by_a_tensor_is_named(answer, raised):
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your code raised "
                                        + raised)
     assert "After the first step your loop passed loss_fn a tensor, not the variable w" in feedback.message
+    assert "watching the tensor or asking for zeros fails the same way, and skipping None gradients only " \
+        "changes the error message" in feedback.message
     assert feedback.message.endswith("w.assign(tf.clip_by_norm(w, 1.0)).")
     zh = exercises.check("ch01-ex3", answer, lang="zh")
     assert "你的循环传给 loss_fn 的是一个张量，而不是变量 w" in zh.message
+    assert "监视这个张量或要求返回零，会以同样的方式失败" in zh.message
+
+
+def test_ch01_ex3_rebinding_w_to_what_assign_returns_is_named():
+    # w = w.assign(...): loss_fn then gets an object that reads the same variable, unwatched by the tape
+    feedback = exercises.check("ch01-ex3", assign_rebound)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your code raised "
+                                       "ValueError: No gradients provided for any variable")
+    assert "your loop passed loss_fn what w.assign(...) returns, not the variable w" in feedback.message
+    assert feedback.message.endswith("as a statement, without rebinding w.")
+    assert "new tf.Variable" not in feedback.message
+    zh = exercises.check("ch01-ex3", assign_rebound, lang="zh")
+    assert "你的循环传给 loss_fn 的是 w.assign(...) 的返回值" in zh.message
+    assert "不要再赋值给 w" in zh.message
+
+
+def test_ch01_ex3_a_single_projection_after_the_loop_is_named():
+    # passes the four cases where projecting once gives the same w; the fifth bends the path
+    feedback = exercises.check("ch01-ex3", projected_once)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum([1., 4.] * (w - [2., 1.])**2), w = [ 0.9, -0.4], steps = 4: "
+                                       "your w is [0.8408, 0.5414]: where plain gradient descent ends when it is "
+                                       "projected only once, after the loop; expected [0.7265, 0.6872].")
+    zh = exercises.check("ch01-ex3", projected_once, lang="zh")
+    assert "这是普通梯度下降只在循环结束后投影一次得到的结果" in zh.message
 
 
 def test_ch01_ex3_a_new_variable_each_step_is_named():
@@ -351,3 +420,8 @@ def test_ch01_ex3_reference_is_projected_gradient_descent():
     # the minimum (2, 1) is outside the ball: the iterates end on the sphere, pointing at it
     far = ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 200)
     np.testing.assert_allclose(far, np.array([2.0, 1.0]) / np.sqrt(5.0), rtol=1e-6)
+    # the case where projecting once differs: the values the review computed by hand
+    np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 4.0), (0.9, -0.4), 4),
+                               [0.7265, 0.6872], atol=1e-4)
+    np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 4.0), (0.9, -0.4), 4, every_step=False),
+                               [0.8408, 0.5414], atol=1e-4)

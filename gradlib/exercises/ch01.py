@@ -5,16 +5,20 @@
   likeliest mistakes: the first derivative returned (``first_derivative``),
   0 or ``None`` where the second derivative is not 0 because the outer tape
   never recorded the inner gradient (``zero_unconnected``,
-  ``none_unconnected``), ``None`` for a linear function (``second_none``), one
-  non-persistent tape asked twice (``one_tape``) and an unwatched constant
-  (``not_watched``).
+  ``none_unconnected``; worded for any tape, one persistent tape included),
+  ``None`` for a linear function (``second_none``), one non-persistent tape
+  asked twice (``one_tape``) and an unwatched constant (``not_watched``).
 * ``ch01-ex3``: ``train(loss_fn, w, steps)``, a projected gradient-descent
   loop with a Keras optimizer whose bug is ``w = tf.clip_by_norm(w, 1.0)``
   (the variable replaced by a tensor).  ``loss_fn`` is a recorder that notes
   what the reader's loop passes it, so the check can tell a tensor
-  (``still_tensor``) from a new variable each step (``new_variable``); the
-  result is compared with projected gradient descent in NumPy
-  (``not_projected``, ``sphere``, ``not_in_place``).
+  (``still_tensor``) from the object ``w.assign(...)`` returns
+  (``assign_rebound``: ``w = w.assign(...)``) and from a new variable each
+  step (``new_variable``); the result is compared with projected gradient
+  descent in NumPy (``not_projected``, ``sphere``, ``not_in_place``), and
+  with plain descent projected once after the loop (``project_once``; the
+  last case is one where the constraint binds and the path bends, so that
+  the two differ).
 
 Every reference below is a closed form in NumPy, independent of the chapter's
 solutions.
@@ -43,21 +47,23 @@ MESSAGES = {
               "outer.gradient(dy, x) 才是 f''(x)（outer.gradient(y, x) 得到的仍是 f'(x)）。",
     },
     "zero_unconnected": {
-        "en": "for f(x) = {f} at x = {x} your second derivative is 0; expected {expected}. A 0 here means the outer "
-              "tape never recorded how the first derivative depends on x, and unconnected_gradients=ZERO turned "
-              "that None into 0. Call inner.gradient(y, x) inside the outer tape's with block (it records only "
-              "while the block is open), and let the outer tape watch x too.",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的二阶导数为 0，应为 {expected}。这里的 0 说明外层梯度带从未记录一阶导数"
-              "如何依赖于 x，而 unconnected_gradients=ZERO 把这个 None 变成了 0。请在外层梯度带的 with 块内部调用 "
-              "inner.gradient(y, x)（梯度带只在 with 块打开时记录），并让外层梯度带也监视 x。",
+        "en": "for f(x) = {f} at x = {x} your second derivative is 0; expected {expected}. A 0 here means the tape "
+              "you differentiated the first derivative with never recorded how it depends on x, and "
+              "unconnected_gradients=ZERO turned that None into 0. A tape records only while its with block is "
+              "open: compute dy = inner.gradient(y, x) inside the outer tape's with block, and let the outer tape "
+              "watch x too.",
+        "zh": "对 f(x) = {f}，在 x = {x} 处你的二阶导数为 0，应为 {expected}。这里的 0 说明你用来对一阶导数求导的梯度带"
+              "从未记录一阶导数如何依赖于 x，而 unconnected_gradients=ZERO 把这个 None 变成了 0。梯度带只在 with 块"
+              "打开时记录：请在外层梯度带的 with 块内部计算 dy = inner.gradient(y, x)，并让外层梯度带也监视 x。",
     },
     "none_unconnected": {
-        "en": "for f(x) = {f} at x = {x} your function returned None; expected {expected}. The outer tape has no path "
-              "from the first derivative back to x: call inner.gradient(y, x) inside the outer tape's with block "
-              "(it records only while the block is open), and let the outer tape watch x too.",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的函数返回了 None，应为 {expected}。外层梯度带中没有从一阶导数回到 x 的路径："
-              "请在外层梯度带的 with 块内部调用 inner.gradient(y, x)（梯度带只在 with 块打开时记录），"
-              "并让外层梯度带也监视 x。",
+        "en": "for f(x) = {f} at x = {x} your function returned None; expected {expected}. The tape you "
+              "differentiated the first derivative with has no path from it back to x: a tape records only while "
+              "its with block is open. Compute dy = inner.gradient(y, x) inside the outer tape's with block, and "
+              "let the outer tape watch x too.",
+        "zh": "对 f(x) = {f}，在 x = {x} 处你的函数返回了 None，应为 {expected}。在你用来对一阶导数求导的梯度带中，"
+              "没有从一阶导数回到 x 的路径：梯度带只在 with 块打开时记录。请在外层梯度带的 with 块内部计算 "
+              "dy = inner.gradient(y, x)，并让外层梯度带也监视 x。",
     },
     "second_none": {
         "en": "for f(x) = {f} at x = {x} your function returned None. The inner gradient of a linear function is a "
@@ -85,13 +91,22 @@ MESSAGES = {
     "still_tensor": {
         "en": "{raised}After the first step your loop passed loss_fn a tensor, not the variable w: "
               "w = tf.clip_by_norm(w, 1.0) binds the name w to a new tensor. A tape does not watch tensors, and an "
-              "optimizer can update only variables: watching the tensor, asking for zeros or skipping None gradients "
-              "changes the error message but does not bring the variable back. Write the projection into the "
-              "variable: w.assign(tf.clip_by_norm(w, 1.0)).",
+              "optimizer can update only variables: watching the tensor or asking for zeros fails the same way, and "
+              "skipping None gradients only changes the error message; neither brings the variable back. Write the "
+              "projection into the variable: w.assign(tf.clip_by_norm(w, 1.0)).",
         "zh": "{raised}第一步之后，你的循环传给 loss_fn 的是一个张量，而不是变量 w：w = tf.clip_by_norm(w, 1.0) 让名字 w "
-              "指向了一个新张量。梯度带不会监视张量，优化器也只能更新变量：监视这个张量、要求返回零或跳过 None 梯度，"
-              "只会换一条报错信息，并不能把变量找回来。请把投影的结果写回变量："
+              "指向了一个新张量。梯度带不会监视张量，优化器也只能更新变量：监视这个张量或要求返回零，会以同样的方式失败；"
+              "跳过 None 梯度也只是换了一条报错信息；这些办法都不能把变量找回来。请把投影的结果写回变量："
               "w.assign(tf.clip_by_norm(w, 1.0))。",
+    },
+    "assign_rebound": {
+        "en": "{raised}After the first step your loop passed loss_fn what w.assign(...) returns, not the variable w: "
+              "w = w.assign(...) binds the name w to that object. It reads the same variable, but a tape does not "
+              "watch reads through it, so from the second step on the gradient is None. Call "
+              "w.assign(tf.clip_by_norm(w, 1.0)) as a statement, without rebinding w.",
+        "zh": "{raised}第一步之后，你的循环传给 loss_fn 的是 w.assign(...) 的返回值，而不是变量 w：w = w.assign(...) "
+              "让名字 w 指向了这个返回值。它读取的是同一个变量，但梯度带不会监视经由它的读取，所以从第二步起梯度为 None。"
+              "请把 w.assign(tf.clip_by_norm(w, 1.0)) 单独写成一条语句，不要再赋值给 w。",
     },
     "new_variable": {
         "en": "{raised}Your loop passed loss_fn a new tf.Variable after the first step. The optimizer was built for "
@@ -104,10 +119,16 @@ MESSAGES = {
     },
     "not_projected": {
         "en": "your w is {got}, of norm {norm}: it left the unit ball. Project after every optimizer step "
-              "(tf.clip_by_norm(w, 1.0) after apply_gradients), not before the step and not only once; the "
-              "expected w is {expected}.",
+              "(tf.clip_by_norm(w, 1.0) after apply_gradients), not before the step; the expected w is {expected}.",
         "zh": "你的 w 为 {got}，范数为 {norm}：它离开了单位球。请在每次优化器更新之后投影（在 apply_gradients 之后调用 "
-              "tf.clip_by_norm(w, 1.0)），而不是在更新之前，也不是只投影一次；w 应为 {expected}。",
+              "tf.clip_by_norm(w, 1.0)），而不是在更新之前；w 应为 {expected}。",
+    },
+    "project_once": {
+        "en": "your w is {got}: where plain gradient descent ends when it is projected only once, after the loop; "
+              "expected {expected}. On this loss the constraint binds during the descent and the path bends, so "
+              "one projection at the end is not the same: project after every optimizer step, inside the loop.",
+        "zh": "你的 w 为 {got}：这是普通梯度下降只在循环结束后投影一次得到的结果；w 应为 {expected}。在这个损失上，"
+              "约束在下降途中就起作用，路径会拐弯，所以最后投影一次并不等价：请在循环内部、每次优化器更新之后投影。",
     },
     "sphere": {
         "en": "your w is {got}, of norm 1, but this loss has its minimum inside the ball and the expected w is "
@@ -216,6 +237,7 @@ TRAIN_CASES = [
     ((0.3, -0.4), (1.0, 1.0), (0.9, 0.0), 3),     # minimum inside the ball: w ends inside
     ((-3.0, 0.5), (0.5, 2.0), (0.6, -0.6), 5),    # different curvatures, minimum outside
     ((0.5, 0.2), (1.0, 1.0), (0.0, 0.8), 1),      # one step
+    ((2.0, 1.0), (1.0, 4.0), (0.9, -0.4), 4),     # the constraint binds and the path bends: projecting once differs
 ]
 
 
@@ -226,13 +248,22 @@ def _loss_text(target, scale) -> str:
     return f"sum({fmt(np.asarray(scale))} * (w - {t})**2)"
 
 
-def _projected_descent(target, scale, w0, steps) -> np.ndarray:
-    """The reference: w <- w - lr * 2 s (w - t), then w <- w / max(||w||, 1), in float64."""
+def _project(w: np.ndarray) -> np.ndarray:
+    return w / max(np.linalg.norm(w), 1.0)
+
+
+def _projected_descent(target, scale, w0, steps, *, every_step=True) -> np.ndarray:
+    """The reference: w <- w - lr * 2 s (w - t), then w <- w / max(||w||, 1), in float64.
+
+    ``every_step=False`` gives the likeliest wrong answer instead: plain descent,
+    projected once after the loop.
+    """
     t, s, w = (np.asarray(v, np.float64) for v in (target, scale, w0))
     for _ in range(steps):
         w = w - LEARNING_RATE * 2 * s * (w - t)
-        w = w / max(np.linalg.norm(w), 1.0)
-    return w
+        if every_step:
+            w = _project(w)
+    return w if every_step else _project(w)
 
 
 class _RecordingLoss:
@@ -244,18 +275,31 @@ class _RecordingLoss:
         self.scale = tf.constant(scale, tf.float32)
         self.variable = variable
         self.saw_tensor = False
+        self.saw_assign_result = False
         self.saw_other_variable = False
 
     def __call__(self, w):
         if w is not self.variable:
-            if isinstance(w, tf.Variable):
-                self.saw_other_variable = True
-            else:
+            if not isinstance(w, tf.Variable):
                 self.saw_tensor = True
+            elif self._same_handle(w):  # what w.assign(...) returns: the same variable, read without the tape
+                self.saw_assign_result = True
+            else:
+                self.saw_other_variable = True
         return tf.reduce_sum(self.scale * (w - self.target) ** 2)
+
+    def _same_handle(self, w) -> bool:
+        try:
+            return w.handle is self.variable.handle
+        except PROPAGATE:
+            raise
+        except BaseException:  # the reader's object may raise anything
+            return False
 
 
 def _diagnosis(loss: _RecordingLoss, lang: str, raised: str):
+    if loss.saw_assign_result:
+        return Mismatch(_text("assign_rebound", lang, raised=raised))
     if loss.saw_other_variable:
         return Mismatch(_text("new_variable", lang, raised=raised))
     if loss.saw_tensor:
@@ -283,6 +327,9 @@ def check_train(answer, lang):
             if np.allclose(held, expected, rtol=1e-4, atol=1e-5):
                 continue
             raise Mismatch(where + _text("not_in_place", lang, got=fmt(got), held=fmt(held)))
+        once = _projected_descent(target, scale, w0, steps, every_step=False)
+        if not np.allclose(once, expected, rtol=1e-4, atol=1e-5) and np.allclose(got, once, rtol=1e-4, atol=1e-5):
+            raise Mismatch(where + _text("project_once", lang, got=fmt(got), expected=fmt(expected)))
         norm, expected_norm = float(np.linalg.norm(got)), float(np.linalg.norm(expected))
         if norm > 1 + 1e-4:
             raise Mismatch(where + _text("not_projected", lang, got=fmt(got), norm=fmt(norm),
