@@ -110,7 +110,19 @@ def quant_builtin(x, bits):  # TensorFlow's op: no bits = 1
 def test_ex1_reference_passes(lang):
     feedback = exercises.check("ch04-ex1", fake_quant, lang=lang)
     assert feedback.passed, feedback.message
-    assert "None" in feedback.message
+    assert "None" not in feedback.message  # the check cannot see the gradient for the integer bits
+
+
+@tf.custom_gradient
+def quant_zeros_for_bits(x, bits):  # a tape gives the int32 bits no gradient, whatever grad_fn returns
+    return _quantized(x, bits), lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), tf.zeros_like(bits))
+
+
+def test_ex1_success_message_claims_nothing_about_bits():
+    feedback = exercises.check("ch04-ex1", quant_zeros_for_bits)
+    assert feedback.passed and "None" not in feedback.message
+    zh = exercises.check("ch04-ex1", quant_zeros_for_bits, lang="zh").message
+    assert zh.startswith("bits 取 1、2、4 时，在 ")
 
 
 def test_ex1_rounding_convention_at_ties_does_not_matter():
@@ -211,189 +223,290 @@ def test_ex1_without_custom_gradient_the_gradient_is_none():
     assert "tf.round 没有梯度" in exercises.check("ch04-ex1", _quantized, lang="zh").message
 
 
-# -- ch04-ex2: log1pexp --------------------------------------------------------------
+# -- ch04-ex2: logaddexp ------------------------------------------------------------
 
-def _stable_forward(x):
-    return tf.maximum(x, 0.0) + tf.math.log1p(tf.exp(-tf.abs(x)))
-
-
-@tf.custom_gradient
-def log1pexp(x):  # the reference solution
-    y = tf.maximum(x, 0.0) + tf.math.log1p(tf.exp(-tf.abs(x)))
-    return y, lambda dy: dy * tf.sigmoid(x)
-
-
-def log1pexp_naive(x):  # wrong: inf at x = 100 (and a NaN gradient)
-    return tf.math.log(1 + tf.exp(x))
+def _stable_forward(a, b):
+    return tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
 
 
 @tf.custom_gradient
-def log1pexp_stable_gradient_only(x):  # wrong: the value still overflows
-    e = tf.exp(x)
-    return tf.math.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+def logaddexp(a, b):  # the reference solution
+    y = tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
+    return y, lambda dy: (dy * tf.sigmoid(a - b), dy * tf.sigmoid(b - a))
+
+
+def logaddexp_reduce(a, b):  # TensorFlow's reduce_logsumexp: a softmax gradient, passes
+    return tf.math.reduce_logsumexp(tf.stack([a, b]), axis=0)
+
+
+def logaddexp_naive(a, b):  # wrong: inf at a = 100
+    return tf.math.log(tf.exp(a) + tf.exp(b))
 
 
 @tf.custom_gradient
-def log1pexp_overflowing_second(x):  # wrong: the second derivative is inf/inf at 100
-    return _stable_forward(x), lambda dy: dy * (1 - 1 / (1 + tf.exp(x)))
+def logaddexp_one_minus(a, b):  # likely wrong answer: the gradient for b as 1 - sigmoid(a - b)
+    s = tf.sigmoid(a - b)
+    return _stable_forward(a, b), lambda dy: (dy * s, dy * (1 - s))
 
 
 @tf.custom_gradient
-def log1pexp_exp_ratio(x):  # wrong: e^x / (1 + e^x) is inf/inf at 100
-    return _stable_forward(x), lambda dy: dy * tf.exp(x) / (1 + tf.exp(x))
+def logaddexp_docstring(a, b):  # wrong: the formula of tf.custom_gradient's documentation
+    e = tf.exp(a - b)
+    return _stable_forward(a, b), lambda dy: (dy * (1 - 1 / (1 + e)), dy / (1 + e))
+
+
+def logaddexp_where(a, b):  # likely wrong answer: a tf.where of two stable branches, no custom gradient
+    return tf.where(a > b, a + tf.math.log1p(tf.exp(b - a)), b + tf.math.log1p(tf.exp(a - b)))
 
 
 @tf.custom_gradient
-def log1pexp_reciprocal(x):  # wrong: the second derivative of 1/(1 + e^-x) is NaN at -100
-    return _stable_forward(x), lambda dy: dy / (1 + tf.exp(-x))
+def logaddexp_exp_ratio(a, b):  # wrong: e^a / (e^a + e^b) is inf/inf at a = 100
+    return _stable_forward(a, b), lambda dy: (dy * tf.exp(a) / (tf.exp(a) + tf.exp(b)),
+                                              dy * tf.exp(b) / (tf.exp(a) + tf.exp(b)))
 
 
 @tf.custom_gradient
-def log1pexp_numpy_gradient(x):  # wrong: the second derivative is None
+def logaddexp_where_in_grad_fn(a, b):  # first derivative right, second NaN: the where trap one level up
+    def sigmoid(t):
+        return tf.where(t >= 0, 1 / (1 + tf.exp(-t)), tf.exp(t) / (1 + tf.exp(t)))
+    return _stable_forward(a, b), lambda dy: (dy * sigmoid(a - b), dy * sigmoid(b - a))
+
+
+@tf.custom_gradient
+def logaddexp_numpy_gradient(a, b):  # wrong: the second derivative is None
     def grad_fn(dy):
-        s = 1 / (1 + np.exp(-x.numpy().astype(np.float64)))
-        return dy * tf.constant(s, dy.dtype)
-    return _stable_forward(x), grad_fn
+        d = (a - b).numpy().astype(np.float64)
+        return (dy * tf.constant(ch04._sigmoid(d), dy.dtype), dy * tf.constant(ch04._sigmoid(-d), dy.dtype))
+    return _stable_forward(a, b), grad_fn
 
 
 @tf.custom_gradient
-def log1pexp_numpy_array(x):  # wrong: the gradient is a NumPy array
-    return _stable_forward(x), lambda dy: dy.numpy() * (1 / (1 + np.exp(-x.numpy().astype(np.float64))))
+def logaddexp_one_gradient(a, b):  # wrong: one gradient for two inputs
+    return _stable_forward(a, b), lambda dy: dy * tf.sigmoid(a - b)
 
 
 @tf.custom_gradient
-def log1pexp_without_dy(x):  # wrong: ignores the upstream gradient
-    return _stable_forward(x), lambda dy: tf.sigmoid(x)
+def logaddexp_none_for_b(a, b):  # wrong: None for b
+    return _stable_forward(a, b), lambda dy: (dy * tf.sigmoid(a - b), None)
+
+
+@tf.custom_gradient
+def logaddexp_without_dy(a, b):  # wrong: ignores the upstream gradient
+    return _stable_forward(a, b), lambda dy: (tf.sigmoid(a - b), tf.sigmoid(b - a))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("answer", [log1pexp, tf.nn.softplus], ids=["custom", "softplus"])
+@pytest.mark.parametrize("answer", [logaddexp, logaddexp_reduce], ids=["custom", "reduce_logsumexp"])
 def test_ex2_reference_and_library_op_pass(answer, lang):
     feedback = exercises.check("ch04-ex2", answer, lang=lang)
     assert feedback.passed, feedback.message
     assert "100" in feedback.message
 
 
-@pytest.mark.parametrize("answer", [log1pexp_naive, log1pexp_stable_gradient_only])
-def test_ex2_overflowing_value(answer):
+def test_ex2_naive_value_overflows():
     with np.errstate(all="ignore"):
-        feedback = exercises.check("ch04-ex2", answer)
-    assert not feedback.passed
-    assert feedback.message.startswith("at x = 100 your value is inf; expected 100. e^x overflows float32")
+        feedback = exercises.check("ch04-ex2", logaddexp_naive)
+    assert feedback.message.startswith("at a = 100, b = 0 your value is inf; expected 100. e^a overflows float32")
+    assert "max(a, b) + log1p(exp(-|a - b|))" in feedback.message
+    assert "先减去较大的输入" in exercises.check("ch04-ex2", logaddexp_naive, lang="zh").message
 
 
-def test_ex2_autodiff_of_the_stable_forward_is_wrong_at_zero():
-    feedback = exercises.check("ch04-ex2", _stable_forward)
-    assert feedback.message.startswith("at x = 0 your gradient is 1; expected 0.5.")
-    assert "tf.maximum" in feedback.message
+@pytest.mark.parametrize("answer", [_stable_forward, tf.experimental.numpy.logaddexp], ids=["formula", "tnp"])
+def test_ex2_autodiff_of_the_stable_forward_is_wrong_at_the_tie(answer):
+    # likely wrong answer 1: no custom gradient, autodiff through the kinks of maximum and abs
+    feedback = exercises.check("ch04-ex2", answer)
+    assert feedback.message.startswith("at a = 0, b = 0 your gradient for a is 1; expected 0.5.")
+    assert "uses the convention of each at its kink" in feedback.message
+    zh = exercises.check("ch04-ex2", answer, lang="zh").message
+    assert zh.startswith("在 a = 0，b = 0 处，你的梯度（对 a）为 1，应为 0.5。") and "约定" in zh
+
+
+@pytest.mark.parametrize("answer, at", [(logaddexp_one_minus, "a = 0, b = -30 your gradient for b is 0; "
+                                                               "expected 9.35762e-14."),
+                                        (logaddexp_docstring, "a = -20, b = 0 your gradient for a is 0; "
+                                                              "expected 2.06115e-09.")],
+                         ids=["1-sigmoid", "docstring"])
+def test_ex2_cancellation_is_explained(answer, at):
+    # likely wrong answer 2: a small gradient computed as 1 minus something close to 1
+    feedback = exercises.check("ch04-ex2", answer)
+    assert feedback.message.startswith("at " + at)
+    assert "the relative error is 100%" in feedback.message and "cancels" in feedback.message
+    zh = exercises.check("ch04-ex2", answer, lang="zh").message
+    assert "相对误差为 100%" in zh and "相消" in zh
+
+
+def test_ex2_where_without_custom_gradient_points_to_the_where_trap():
+    # likely wrong answer 3: tf.where over two stable branches; NaN from the branch not chosen
+    feedback = exercises.check("ch04-ex2", logaddexp_where)
+    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1.")
+    assert "chapter 1's tf.where trap" in feedback.message and "double where" in feedback.message
+    assert "@tf.custom_gradient" in feedback.message
+    assert "tf.where 陷阱" in exercises.check("ch04-ex2", logaddexp_where, lang="zh").message
+
+
+def test_ex2_overflowing_custom_gradient():
+    feedback = exercises.check("ch04-ex2", logaddexp_exp_ratio)
+    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1. "
+                                       "Your gradient is NaN or inf")
+    assert "inf/inf" in feedback.message
+    assert "不会溢出" in exercises.check("ch04-ex2", logaddexp_exp_ratio, lang="zh").message
 
 
 def test_ex2_overflowing_second_derivative():
-    # likely wrong answer 1: the chapter's own grad_fn, 1 - 1/(1 + e^x)
-    feedback = exercises.check("ch04-ex2", log1pexp_overflowing_second)
-    assert feedback.message.startswith("at x = 100 your second derivative is nan; expected 0. "
-                                       "The outer tape differentiates the operations of your grad_fn")
-    assert "0 * inf is NaN" in feedback.message and "tf.sigmoid(x)" in feedback.message
-    zh = exercises.check("ch04-ex2", log1pexp_overflowing_second, lang="zh").message
-    assert "二阶导数为 nan" in zh and "外层梯度带会对你的 grad_fn 中的运算求导" in zh
+    feedback = exercises.check("ch04-ex2", logaddexp_where_in_grad_fn)
+    assert "your second derivative is nan" in feedback.message
+    assert "The outer tape differentiates the operations of your grad_fn" in feedback.message
+    zh = exercises.check("ch04-ex2", logaddexp_where_in_grad_fn, lang="zh").message
+    assert "二阶导数为 nan" in zh and "外层梯度带" in zh
 
 
-def test_ex2_overflow_of_e_to_minus_x():
-    feedback = exercises.check("ch04-ex2", log1pexp_reciprocal)
-    assert feedback.message.startswith("at x = -100 your second derivative is nan")
-    assert "tf.sigmoid(x)" in feedback.message
-
-
-def test_ex2_overflowing_first_derivative():
-    feedback = exercises.check("ch04-ex2", log1pexp_exp_ratio)
-    assert feedback.message.startswith("at x = 100 your gradient is nan; expected 1. A gradient built from e^x")
-    assert "inf/inf" in feedback.message
-    assert "不会溢出" in exercises.check("ch04-ex2", log1pexp_exp_ratio, lang="zh").message
-
-
-@pytest.mark.parametrize("answer", [log1pexp_numpy_gradient, log1pexp_numpy_array])
-def test_ex2_numpy_in_grad_fn(answer):
-    # likely wrong answer 3 (2 is tf.nn.softplus alone, which passes: see above)
-    feedback = exercises.check("ch04-ex2", answer)
-    assert not feedback.passed
+def test_ex2_numpy_in_grad_fn():
+    feedback = exercises.check("ch04-ex2", logaddexp_numpy_gradient)
     assert feedback.message.startswith("the second derivative is None")
-    assert exercises.check("ch04-ex2", answer, lang="zh").message.startswith("二阶导数为 None")
+    assert exercises.check("ch04-ex2", logaddexp_numpy_gradient, lang="zh").message.startswith("二阶导数为 None")
+
+
+def test_ex2_gradient_count():
+    feedback = exercises.check("ch04-ex2", logaddexp_one_gradient)
+    assert feedback.message.startswith("grad_fn must return one gradient per input (a, b)")
+    feedback = exercises.check("ch04-ex2", logaddexp_none_for_b)
+    assert feedback.message.startswith("the gradient for b is None")
+    assert exercises.check("ch04-ex2", logaddexp_none_for_b, lang="zh").message.startswith("对 b 的梯度为 None")
 
 
 def test_ex2_ignoring_dy():
-    feedback = exercises.check("ch04-ex2", log1pexp_without_dy)
-    assert feedback.message.startswith("at x = 1 with upstream gradient 3 your gradient is 0.731059; expected 2.19318.")
+    feedback = exercises.check("ch04-ex2", logaddexp_without_dy)
+    assert feedback.message.startswith("at a = 1, b = -1 with upstream gradient 3 your gradient is 0.880797; "
+                                       "expected 2.64239.")
 
 
 def test_ex2_reference_values_are_independent():
-    x = ch04.LOG1PEXP_POINTS.astype(np.float64)
-    np.testing.assert_allclose(ch04._sigmoid(x), 1 / (1 + np.exp(-np.clip(x, -700, 700))), rtol=1e-12)
-    np.testing.assert_allclose(np.logaddexp(0, x), tf.nn.softplus(x).numpy(), rtol=1e-12)
-    assert {0.0, 50.0, -50.0, 100.0} <= set(x.tolist())
+    a, b = ch04.LOGADDEXP_A.astype(np.float64), ch04.LOGADDEXP_B.astype(np.float64)
+    d = np.clip(a - b, -700, 700)
+    np.testing.assert_allclose(ch04._sigmoid(a - b), 1 / (1 + np.exp(-d)), rtol=1e-12)
+    pairs = set(zip(a.tolist(), b.tolist()))
+    assert {(0.0, 0.0), (100.0, 0.0), (0.0, 100.0), (-20.0, 0.0), (0.0, -30.0)} <= pairs
 
 
-# -- ch04-ex3: safe_norm -------------------------------------------------------------
-
-@tf.custom_gradient
-def safe_norm(v):  # the reference solution
-    norm = tf.norm(v)
-    return norm, lambda dy: dy * tf.math.divide_no_nan(v, norm)
-
+# -- ch04-ex3: clip_gradient_rows --------------------------------------------------------
 
 @tf.custom_gradient
-def norm_nan_at_zero(v):  # wrong: v / 0
-    norm = tf.norm(v)
-    return norm, lambda dy: dy * v / norm
+def clip_gradient_rows(x, max_norm):  # the reference solution
+    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm, axes=[1]), None)
 
 
 @tf.custom_gradient
-def norm_without_dy(v):  # wrong: ignores the upstream gradient
-    norm = tf.norm(v)
-    return norm, lambda dy: tf.math.divide_no_nan(v, norm)
+def clip_rows_by_hand(x, max_norm):  # also right: max_norm / 0 = inf, and the minimum is 1
+    return tf.identity(x), lambda dy: (dy * tf.minimum(1.0, max_norm / tf.norm(dy, axis=1, keepdims=True)), None)
 
 
 @tf.custom_gradient
-def norm_scalar_gradient(v):  # wrong: a scalar gradient for a vector input
-    return tf.norm(v), lambda dy: dy
+def clip_whole_norm(x, max_norm):  # likely wrong answer 1: tf.clip_by_norm without axes
+    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm), None)
 
 
 @tf.custom_gradient
-def norm_epsilon(v):  # fine: an epsilon also gives 0 at the zero vector
-    norm = tf.norm(v)
-    return norm, lambda dy: dy * v / (norm + 1e-12)
+def clip_by_value(x, max_norm):  # likely wrong answer 2: the chapter's clip_gradient, entry by entry
+    return tf.identity(x), lambda dy: (tf.clip_by_value(dy, -max_norm, max_norm), None)
+
+
+def clip_forward(x, max_norm):  # likely wrong answer 3: clips x in the forward pass, no custom gradient
+    return tf.clip_by_norm(x, max_norm, axes=[1])
+
+
+def clip_identity(x, max_norm):  # wrong: a plain identity (autodiff cannot clip)
+    return tf.identity(x)
+
+
+@tf.custom_gradient
+def clip_one_gradient(x, max_norm):  # wrong: no None for max_norm
+    return tf.identity(x), lambda dy: tf.clip_by_norm(dy, max_norm, axes=[1])
+
+
+@tf.custom_gradient
+def clip_per_column(x, max_norm):  # wrong: one norm per column
+    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm, axes=[0]), None)
+
+
+@tf.custom_gradient
+def clip_normalize(x, max_norm):  # wrong: every row rescaled to the limit (and 0/0 in the zero row)
+    return tf.identity(x), lambda dy: (dy * max_norm / tf.norm(dy, axis=1, keepdims=True), None)
+
+
+@tf.custom_gradient
+def clip_zero_row_nan(x, max_norm):  # wrong: right for nonzero rows, 0/0 in the zero row
+    def grad_fn(dy):
+        norm = tf.norm(dy, axis=1, keepdims=True)
+        return dy / norm * tf.minimum(norm, max_norm), None
+    return tf.identity(x), grad_fn
+
+
+@tf.custom_gradient
+def clip_without_keepdims(x, max_norm):  # wrong: norms of shape [n] do not divide the rows
+    return tf.identity(x), lambda dy: (dy * tf.minimum(1.0, max_norm / tf.norm(dy, axis=1)), None)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("answer", [safe_norm, norm_epsilon], ids=["reference", "epsilon"])
+@pytest.mark.parametrize("answer", [clip_gradient_rows, clip_rows_by_hand], ids=["clip_by_norm", "by_hand"])
 def test_ex3_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch04-ex3", answer, lang=lang)
     assert feedback.passed, feedback.message
+    assert ("2, 0.5" if lang == "en" else "2、0.5") in feedback.message
 
 
-@pytest.mark.parametrize("answer", [tf.norm, norm_nan_at_zero], ids=["tf.norm", "v/norm"])
-def test_ex3_nan_at_the_zero_vector(answer):
-    # likely wrong answers 1 and 2: tf.norm's own gradient, and dy * v / norm unprotected
-    feedback = exercises.check("ch04-ex3", answer)
-    assert feedback.message.startswith("at v = [0., 0., 0.] your gradient is [nan, nan, nan]; expected [0., 0., 0.].")
-    assert "0/0 = NaN" in feedback.message and "tf.math.divide_no_nan" in feedback.message
-    zh = exercises.check("ch04-ex3", answer, lang="zh").message
-    assert zh.startswith("在 v = [0., 0., 0.] 处") and "在零向量处 v / ||v|| 是 0/0 = NaN" in zh
+def test_ex3_whole_norm():
+    feedback = exercises.check("ch04-ex3", clip_whole_norm)
+    assert feedback.message.startswith("max_norm = 2, row 0 of dy = [3., 4., 0.] (norm 5): your gradient row is ")
+    assert "You clipped the norm of the whole dy" in feedback.message and "axes=[1]" in feedback.message
+    assert "整个 dy 的范数" in exercises.check("ch04-ex3", clip_whole_norm, lang="zh").message
 
 
-def test_ex3_ignoring_dy():
-    feedback = exercises.check("ch04-ex3", norm_without_dy)
-    assert "with upstream gradient 0.5" in feedback.message
-    assert "multiply by the upstream gradient dy" in feedback.message
-    assert "上游梯度为 0.5" in exercises.check("ch04-ex3", norm_without_dy, lang="zh").message
+def test_ex3_by_value():
+    feedback = exercises.check("ch04-ex3", clip_by_value)
+    assert "your gradient row is [2., 2., 0.]; expected [1.2, 1.6, 0. ]." in feedback.message
+    assert "tf.clip_by_value" in feedback.message and "changes the direction" in feedback.message
+    zh = exercises.check("ch04-ex3", clip_by_value, lang="zh").message
+    assert zh.startswith("max_norm = 2，dy 的第 0 行 = [3., 4., 0.]（范数为 5）时，") and "改变这一行的方向" in zh
 
 
-def test_ex3_wrong_gradient_shape():
-    # likely wrong answer 3: a scalar gradient for a vector input
-    feedback = exercises.check("ch04-ex3", norm_scalar_gradient)
-    assert feedback.message.startswith("your gradient has shape []; expected [3]. The gradient with respect to v")
-    assert "dy * v / ||v||" in feedback.message
-    zh = exercises.check("ch04-ex3", norm_scalar_gradient, lang="zh").message
-    assert zh.startswith("你的梯度形状为 []，应为 [3]。") and "应返回向量" in zh
+def test_ex3_clipping_the_forward_pass():
+    feedback = exercises.check("ch04-ex3", clip_forward)
+    assert feedback.message.startswith("at row 0 your value is ")
+    assert "You clipped x in the forward pass" in feedback.message
+    assert "你在前向传播中截断了 x" in exercises.check("ch04-ex3", clip_forward, lang="zh").message
+
+
+def test_ex3_plain_identity_is_not_clipped():
+    for answer in (clip_identity, tf.custom_gradient(lambda x, c: (tf.identity(x), lambda dy: (dy, None)))):
+        feedback = exercises.check("ch04-ex3", answer)
+        assert "The gradient passed through unclipped" in feedback.message
+        assert "linear in dy" in feedback.message
+    assert "梯度未经截断就通过了" in exercises.check("ch04-ex3", clip_identity, lang="zh").message
+
+
+def test_ex3_gradient_count():
+    feedback = exercises.check("ch04-ex3", clip_one_gradient)
+    assert feedback.message.startswith("grad_fn must return one gradient per input (x, max_norm)")
+    assert "expected to return 2 gradients, but returned 1" in feedback.message
+
+
+def test_ex3_per_column_scaled_up_zero_row_and_keepdims():
+    assert "one norm per column" in exercises.check("ch04-ex3", clip_per_column).message
+    assert "rows below the limit grew" in exercises.check("ch04-ex3", clip_normalize).message
+    zero = exercises.check("ch04-ex3", clip_zero_row_nan).message
+    assert zero.startswith("max_norm = 2, row 2 of dy = [0., 0., 0.] (norm 0): your gradient row is [nan, nan, nan]")
+    assert "0/0 = NaN" in zero
+    keepdims = exercises.check("ch04-ex3", clip_without_keepdims).message
+    assert keepdims.startswith("your code raised InvalidArgumentError: Incompatible shapes: [5,3] vs. [5]. ")
+    assert "keepdims=True" in keepdims
+    assert "keepdims=True" in exercises.check("ch04-ex3", clip_without_keepdims, lang="zh").message
+
+
+def test_ex3_references_are_independent():
+    dy = ch04.CLIP_UPSTREAM.astype(np.float64)
+    clipped = ch04._clip_rows(dy, 2.0)
+    np.testing.assert_allclose(clipped, tf.clip_by_norm(dy, 2.0, axes=[1]).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), [2.0, 0.5, 0.0, 2.0, np.sqrt(3.0)], rtol=1e-7)
 
 
 # -- every check: hostile answers get feedback, never an exception -------------------
@@ -420,8 +533,8 @@ def test_hostile_answers_get_feedback(exercise_id, answer, fragment):
 
 @pytest.mark.parametrize("exercise_id, answer", [
     ("ch04-ex1", lambda x, bits: x * float("nan")),
-    ("ch04-ex2", lambda x: x * float("nan")),
-    ("ch04-ex3", lambda v: tf.reduce_sum(v) * float("nan")),
+    ("ch04-ex2", lambda a, b: a * float("nan")),
+    ("ch04-ex3", lambda x, c: x * float("nan")),
 ])
 def test_nan_answers_are_rejected(exercise_id, answer):
     feedback = exercises.check(exercise_id, answer)
@@ -430,10 +543,10 @@ def test_nan_answers_are_rejected(exercise_id, answer):
 
 def test_grad_fn_that_raises_is_reported():
     @tf.custom_gradient
-    def broken(x):
+    def broken(a, b):
         def grad_fn(dy):
             raise RuntimeError("backward exploded")
-        return tf.nn.softplus(x), grad_fn
+        return _stable_forward(a, b), grad_fn
     feedback = exercises.check("ch04-ex2", broken)
     assert feedback.message == "your code raised RuntimeError: backward exploded"
 

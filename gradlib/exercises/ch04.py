@@ -1,8 +1,10 @@
 """Checks for chapter 4: tf.custom_gradient.
 
 ch04-ex1  ``fake_quant(x, bits)``: clipped straight-through gradient, ``None`` for ``bits``.
-ch04-ex2  ``log1pexp(x)``: value, gradient and second derivative stable everywhere.
-ch04-ex3  ``safe_norm(v)``: the Euclidean norm with gradient 0 (not NaN) at the zero vector.
+ch04-ex2  ``logaddexp(a, b)``: value that never overflows, both gradients right in
+          relative terms (also where one is tiny), 1/2 each at a = b, finite second derivative.
+ch04-ex3  ``clip_gradient_rows(x, max_norm)``: identity forward; backward, each row of
+          ``dy`` clipped to the norm ``max_norm``.
 
 Every reference below is an independent NumPy formula; the reader's function
 is run under ``tf.GradientTape`` with upstream gradients other than 1, so a
@@ -12,8 +14,9 @@ is run under ``tf.GradientTape`` with upstream gradients other than 1, so a
 import numpy as np
 import tensorflow as tf
 
+from ..logs import captured_tf_warnings
 from ._core import (COMMON, PROPAGATE, Mismatch, call, describe, exercise, fmt, kink_and_random_points,
-                    message, raised, require_tensor, to_array)
+                    message, require_tensor, to_array)
 
 MESSAGES = {
     # shared by the three checks
@@ -83,61 +86,142 @@ MESSAGES = {
               "（并且 grad_fn 为 x 返回张量而不是 None），否则没有梯度能到达 x。",
     },
     "quant_passed": {
-        "en": "correct for bits = 1, 2, 4 on {n} points: straight through inside [0, 1], 0 outside, None for bits.",
-        "zh": "在 bits = 1、2、4 和 {n} 个点上都正确：[0, 1] 内直通，区间外为 0，bits 的梯度为 None。",
+        "en": "correct for bits = 1, 2, 4 on {n} points: straight through inside [0, 1], 0 outside.",
+        "zh": "bits 取 1、2、4 时，在 {n} 个点上都正确：[0, 1] 内直通，区间外为 0。",
     },
     # ch04-ex2
+    "at_ab": {"en": "a = {a}, b = {b}", "zh": "a = {a}，b = {b}"},
+    "gradient_for": {"en": "gradient for {name}", "zh": "梯度（对 {name}）"},
+    "space": {"en": " ", "zh": ""},
+    "list_sep": {"en": ", ", "zh": "、"},
+    "none_for": {
+        "en": "the gradient for {name} is None: grad_fn must return one gradient for each of a and b, "
+              "and both depend on a and b.",
+        "zh": "对 {name} 的梯度为 None：grad_fn 必须为 a 和 b 各返回一个梯度，而且两者都依赖于 a 和 b。",
+    },
     "overflow": {
-        "en": "e^x overflows float32 for x > 88; compute it without exp(x) for large x (e.g. tf.nn.softplus).",
-        "zh": "x > 88 时 e^x 超出 float32 的范围；x 很大时不要计算 exp(x)（例如用 tf.nn.softplus）。",
+        "en": "e^a overflows float32 for a > 88: subtract the larger input first, "
+              "max(a, b) + log1p(exp(-|a - b|)), so that exp only sees numbers <= 0.",
+        "zh": "a > 88 时 e^a 超出 float32 的范围：先减去较大的输入，即 max(a, b) + log1p(exp(-|a - b|))，"
+              "这样 exp 只会遇到不大于 0 的数。",
     },
     "gradient_overflow": {
-        "en": "A gradient built from e^x (or e^-x) overflows for large |x|: e^100 is inf in float32, and "
-              "inf/inf or 0 * inf is NaN. tf.sigmoid(x) computes the same function without overflow.",
-        "zh": "用 e^x（或 e^-x）写出的梯度在 |x| 很大时会溢出：float32 中 e^100 为 inf，而 inf/inf 或 0 * inf 都是 NaN。"
-              "tf.sigmoid(x) 计算的是同一个函数，但不会溢出。",
+        "en": "Your gradient is NaN or inf where the value is finite, so something in the backward pass "
+              "overflows: e^100 is inf in float32, and inf/inf or 0 * inf is NaN. "
+              "Return tf.sigmoid(a - b) and tf.sigmoid(b - a) from grad_fn: they never overflow.",
+        "zh": "函数值是有限的，梯度却是 NaN 或 inf，说明反向传播中有运算溢出了：float32 中 e^100 为 inf，"
+              "而 inf/inf 或 0 * inf 都是 NaN。请让 grad_fn 返回 tf.sigmoid(a - b) 和 tf.sigmoid(b - a)：它们不会溢出。",
     },
-    "second_overflow": {
-        "en": "The outer tape differentiates the operations of your grad_fn, and their derivatives overflow. "
-              "For example, 1 - 1/(1 + e^x) has a finite value, but its derivative multiplies the derivative of the "
-              "reciprocal, 0, by that of e^x, inf, and 0 * inf is NaN. Write grad_fn with tf.sigmoid(x), "
-              "whose own gradient sigmoid(x) * (1 - sigmoid(x)) is stable.",
-        "zh": "外层梯度带会对你的 grad_fn 中的运算求导，而这些导数会溢出。例如 1 - 1/(1 + e^x) 的值是有限的，"
-              "但它的导数要把倒数的导数 0 与 e^x 的导数 inf 相乘，0 * inf 是 NaN。请用 tf.sigmoid(x) 来写 grad_fn，"
-              "它自己的梯度 sigmoid(x) * (1 - sigmoid(x)) 是数值稳定的。",
+    "where_trap": {
+        "en": "Your function has no custom gradient, so autodiff differentiates both branches of your "
+              "tf.where: the branch not chosen gets a zero upstream gradient, and where its own derivative "
+              "is inf (e^100), 0 * inf is NaN. This is chapter 1's tf.where trap; the double where would fix "
+              "the NaN, but this exercise asks for a grad_fn: decorate logaddexp with @tf.custom_gradient "
+              "and return tf.sigmoid(a - b) and tf.sigmoid(b - a).",
+        "zh": "你的函数没有自定义梯度，因此自动微分会对 tf.where 的两个分支都求导：没被选中的分支收到的上游梯度为 0，"
+              "而它自己的导数在那里是 inf（e^100），0 * inf 就是 NaN。这正是第 1 章讲的 tf.where 陷阱；"
+              "双重 where 可以消除 NaN，但本练习要求写 grad_fn：请用 @tf.custom_gradient 装饰 logaddexp，"
+              "并返回 tf.sigmoid(a - b) 和 tf.sigmoid(b - a)。",
     },
     "half": {
-        "en": "log(1 + e^x) is smooth, its slope at 0 is exactly 1/2: autodiff through tf.maximum or "
-              "tf.abs picks one side at 0; return the gradient yourself in grad_fn.",
-        "zh": "log(1 + e^x) 是光滑的，在 0 处的斜率恰为 1/2；对 tf.maximum 或 tf.abs 自动求导会在 0 处只取一侧，"
-              "请在 grad_fn 中自己返回梯度。",
+        "en": "logaddexp is smooth, and at a = b each of its slopes is exactly 1/2. Autodiff through "
+              "tf.maximum and tf.abs uses the convention of each at its kink (tf.maximum gives the whole "
+              "slope to one input, the slope of tf.abs at 0 is 0), which is not 1/2; return the gradients "
+              "yourself in grad_fn.",
+        "zh": "logaddexp 是光滑的，在 a = b 处它的两个斜率都恰为 1/2。对 tf.maximum 和 tf.abs 自动求导时，"
+              "二者在各自的不可导点处都采用某种约定（tf.maximum 把整个斜率给其中一个输入，tf.abs 在 0 处的斜率为 0），"
+              "结果不是 1/2；请在 grad_fn 中自己返回梯度。",
+    },
+    "cancel": {
+        "en": "The absolute error is tiny, but the relative error is {rel}: your formula subtracts two "
+              "numbers that are both 1 up to rounding, such as 1 - sigmoid(a - b) or 1 - 1/(1 + e^(a - b)), "
+              "and the difference cancels. Compute the small gradient directly: tf.sigmoid(a - b) for a, "
+              "tf.sigmoid(b - a) for b.",
+        "zh": "绝对误差很小，但相对误差为 {rel}：你的公式把两个舍入后都等于 1 的数相减，"
+              "例如 1 - sigmoid(a - b) 或 1 - 1/(1 + e^(a - b))，差值因相消而丢失。"
+              "请直接计算这个很小的梯度：对 a 用 tf.sigmoid(a - b)，对 b 用 tf.sigmoid(b - a)。",
+    },
+    "second_overflow": {
+        "en": "The outer tape differentiates the operations of your grad_fn, and their derivatives overflow "
+              "(e^x is inf, or a tf.where branch not chosen is), so 0 * inf gives NaN. Write grad_fn with "
+              "tf.sigmoid, whose own gradient sigmoid * (1 - sigmoid) never overflows.",
+        "zh": "外层梯度带会对你的 grad_fn 中的运算求导，而这些导数会溢出（e^x 为 inf，或者没被选中的 tf.where 分支溢出），"
+              "于是 0 * inf 得到 NaN。请用 tf.sigmoid 来写 grad_fn，它自己的梯度 sigmoid * (1 - sigmoid) 不会溢出。",
     },
     "second_none": {
         "en": "the second derivative is None: your grad_fn leaves TensorFlow (NumPy, .numpy()) or "
-              "does not use x; write it with TensorFlow ops so that nested tapes can differentiate it.",
-        "zh": "二阶导数为 None：你的 grad_fn 离开了 TensorFlow（NumPy、.numpy()）或没有用到 x；"
+              "does not use a; write it with TensorFlow ops so that nested tapes can differentiate it.",
+        "zh": "二阶导数为 None：你的 grad_fn 离开了 TensorFlow（NumPy、.numpy()）或没有用到 a；"
               "请用 TensorFlow 运算来写，这样嵌套的梯度带才能对它求导。",
     },
-    "log1pexp_passed": {
-        "en": "value, gradient and second derivative correct and finite on {n} points, including 0, ±50 and 100.",
-        "zh": "在包括 0、±50 和 100 在内的 {n} 个点上，函数值、梯度和二阶导数都正确且有限。",
+    "logaddexp_passed": {
+        "en": "value, both gradients (relative error below {rtol:g}, also where a gradient is as small as "
+              "{smallest:.1e}) and the second derivative correct on {n} points, including a = b and |a - b| = 100.",
+        "zh": "在包括 a = b 和 |a - b| = 100 在内的 {n} 个点上，函数值、两个梯度（相对误差低于 {rtol:g}，"
+              "梯度小到 {smallest:.1e} 时也是如此）和二阶导数都正确。",
     },
     # ch04-ex3
-    "zero_vector": {
-        "en": "At the zero vector v / ||v|| is 0/0 = NaN (in tf.norm's own gradient too), and the norm has "
-              "no derivative there; return 0 there, e.g. with tf.math.divide_no_nan(v, norm).",
-        "zh": "在零向量处 v / ||v|| 是 0/0 = NaN（tf.norm 自带的梯度也是如此），而范数在那里不可导；"
-              "请在那里返回 0，例如使用 tf.math.divide_no_nan(v, norm)。",
+    "at_row": {
+        "en": "max_norm = {c}, row {i} of dy = {row} (norm {norm}): ",
+        "zh": "max_norm = {c}，dy 的第 {i} 行 = {row}（范数为 {norm}）时，",
     },
-    "norm_shape": {
-        "en": "your gradient has shape {got}; expected {expected}. The gradient with respect to v has one "
-              "entry per entry of v: grad_fn gets a scalar dy and returns the vector dy * v / ||v||.",
-        "zh": "你的梯度形状为 {got}，应为 {expected}。对 v 的梯度中每个元素对应 v 的一个元素："
-              "grad_fn 收到的 dy 是标量，应返回向量 dy * v / ||v||。",
+    "when_c": {"en": "max_norm = {c}: ", "zh": "max_norm = {c} 时，"},
+    "at_value_row": {"en": "max_norm = {c}, row {i}", "zh": "max_norm = {c}，第 {i} 行"},
+    "row_mismatch": {
+        "en": "{at}your gradient row is {got}; expected {expected}.",
+        "zh": "{at}你的梯度中这一行是 {got}，应为 {expected}。",
     },
-    "norm_passed": {
-        "en": "correct on {n} vectors, including the zero vector (gradient 0, not NaN).",
-        "zh": "在 {n} 个向量上都正确，包括零向量（梯度为 0，而不是 NaN）。",
+    "forward_clipped": {
+        "en": "at row {i} your value is {got}; expected x itself, {expected}. You clipped x in the forward "
+              "pass: the forward pass must be the identity, and the clipping belongs to dy, inside grad_fn.",
+        "zh": "在第 {i} 行，你的前向值为 {got}，应为 x 本身 {expected}。你在前向传播中截断了 x："
+              "前向传播必须是恒等映射，截断的对象是 grad_fn 中的 dy。",
+    },
+    "not_clipped": {
+        "en": "The gradient passed through unclipped. The norm of this row exceeds max_norm, so grad_fn must "
+              "scale it down to max_norm; a backward pass that autodiff derives is linear in dy and "
+              "cannot clip, so this needs @tf.custom_gradient.",
+        "zh": "梯度未经截断就通过了。这一行的范数超过了 max_norm，grad_fn 必须把它缩小到 max_norm；"
+              "自动微分推导出的反向传播对 dy 是线性的，无法截断，所以这里需要 @tf.custom_gradient。",
+    },
+    "whole_norm": {
+        "en": "You clipped the norm of the whole dy, so one large row shrinks every other row as well. "
+              "Take one norm per row: tf.clip_by_norm(dy, max_norm, axes=[1]).",
+        "zh": "你截断的是整个 dy 的范数，于是一行很大就会把其他所有行一起缩小。"
+              "请每行各取一个范数：tf.clip_by_norm(dy, max_norm, axes=[1])。",
+    },
+    "by_value": {
+        "en": "You clipped each entry to [-max_norm, max_norm] (tf.clip_by_value), which changes the "
+              "direction of the row. Scale the whole row instead: tf.clip_by_norm(dy, max_norm, axes=[1]).",
+        "zh": "你把每个元素截断到 [-max_norm, max_norm]（tf.clip_by_value），这会改变这一行的方向。"
+              "请整行按比例缩放：tf.clip_by_norm(dy, max_norm, axes=[1])。",
+    },
+    "per_column": {
+        "en": "You took one norm per column (axis 0); the examples are the rows: axes=[1].",
+        "zh": "你按列（轴 0）取了范数；样本是行：应为 axes=[1]。",
+    },
+    "scaled_up": {
+        "en": "You rescaled every row to the norm max_norm, so rows below the limit grew. Only rows whose "
+              "norm exceeds max_norm are scaled down; the others pass unchanged.",
+        "zh": "你把每一行都缩放到范数 max_norm，于是低于上限的行被放大了。只有范数超过 max_norm 的行才缩小，其余的行保持不变。",
+    },
+    "zero_row": {
+        "en": "This row of dy is zero, and dividing by its norm gives 0/0 = NaN. A zero row is below the "
+              "limit and passes unchanged: tf.clip_by_norm handles it, and so does "
+              "dy * tf.minimum(1.0, max_norm / norm), where max_norm / 0 = inf.",
+        "zh": "dy 的这一行为零，除以它的范数得到 0/0 = NaN。零行低于上限，应原样通过：tf.clip_by_norm 能处理这种情况，"
+              "dy * tf.minimum(1.0, max_norm / norm) 也可以（此时 max_norm / 0 = inf）。",
+    },
+    "keepdims": {
+        "en": "The per-row norms have shape [n]; keep the axis (keepdims=True, shape [n, 1]) so that they "
+              "divide the rows of dy, or use tf.clip_by_norm(dy, max_norm, axes=[1]).",
+        "zh": "每行的范数形状为 [n]；请保留这个轴（keepdims=True，形状为 [n, 1]），这样它们才会去除 dy 的各行；"
+              "或者直接用 tf.clip_by_norm(dy, max_norm, axes=[1])。",
+    },
+    "clip_passed": {
+        "en": "correct for max_norm = {norms}: the identity forward, and each row of dy clipped to its norm "
+              "limit, the zero row included.",
+        "zh": "max_norm 取 {norms} 时都正确：前向为恒等映射，dy 的每一行都按范数上限截断，零行也正确。",
     },
 }
 
@@ -160,16 +244,26 @@ def _mismatch(lang, *, at, what, got, expected, because=None, hint=None):
     return Mismatch(text)
 
 
+def _tidy(detail):
+    """TensorFlow's error text without its "{{function_node ...}}" prefix and "[Op:...] name:" suffix."""
+    if detail.startswith("{{") and "}}" in detail:
+        detail = detail.split("}}", 1)[1].strip() or detail
+    if " [Op:" in detail:
+        detail = detail.split(" [Op:", 1)[0].strip() or detail
+    return detail.removesuffix("name:").strip() or detail
+
+
 def _gradient(tape, target, source, *, lang, inputs, **kwargs):
     """tape.gradient, with TensorFlow's errors turned into reader-facing messages."""
     require_tensor(target, lang=lang)
     try:
         return tape.gradient(target, source, **kwargs)
     except Exception as err:
-        detail = describe(err)
+        detail = describe(err, lang)
         if "gradients, but returned" in detail:
             raise Mismatch(_text("gradient_count", lang, inputs=inputs, detail=detail)) from None
-        raise raised(err, lang) from None
+        raise Mismatch(message(COMMON, "raised", lang, where="", error=type(err).__name__,
+                               detail=_tidy(detail))) from None
 
 
 def _array(value, *, lang, what, shape, none_key="none"):
@@ -219,10 +313,7 @@ def _call_quant(answer, x, bits, lang):
     except (Mismatch, *PROPAGATE):
         raise
     except BaseException as err:  # the reader's code may raise anything
-        detail = describe(err)
-        if detail.startswith("{{") and "}}" in detail:  # TensorFlow's "{{function_node ...}}" prefix
-            detail = detail.split("}}", 1)[1].strip() or detail
-        detail = detail.removesuffix("name:").strip() or detail  # and its empty "name:" suffix
+        detail = _tidy(describe(err, lang))
         text = message(COMMON, "raised", lang, where=where, error=type(err).__name__, detail=detail)
         for hint, found in (("num_bits", "num_bits" in detail),
                             ("int_bits", "int32" in detail and "float" in detail)):
@@ -275,10 +366,22 @@ def check_fake_quant(answer, lang):
     return _text("quant_passed", lang, n=x_np.size)
 
 
-# -- ch04-ex2: log1pexp(x) ----------------------------------------------------------
+# -- ch04-ex2: logaddexp(a, b) ----------------------------------------------------------
 
-LOG1PEXP_POINTS = kink_and_random_points([0.0, 100.0, 50.0, -50.0, -100.0, 1.0, -2.5],
-                                         low=-6.0, high=6.0, count=16, seed=2)
+def _logaddexp_points():
+    """(a, b) pairs: the tie, overflow both ways, tiny gradients both ways, then random pairs."""
+    special = [(0.0, 0.0), (100.0, 0.0), (0.0, 100.0), (-20.0, 0.0), (0.0, -30.0), (50.0, -30.0),
+               (-100.0, -100.0), (3.0, 3.0), (-2.5, 1.0), (20.0, 0.0), (-30.0, 0.0)]
+    rng = np.random.default_rng(2)
+    pairs = np.concatenate([np.array(special), rng.uniform(-6.0, 6.0, (14, 2))])
+    return pairs[:, 0].astype(np.float32), pairs[:, 1].astype(np.float32)
+
+
+LOGADDEXP_A, LOGADDEXP_B = _logaddexp_points()
+GRAD_RTOL = 1e-4
+# Below the smallest normal float32 TensorFlow returns 0 (its CPU kernels flush subnormal
+# numbers), so exact gradients smaller than this are compared in absolute terms only.
+GRAD_TINY = float(np.finfo(np.float32).tiny)
 
 
 def _sigmoid(x):
@@ -286,104 +389,194 @@ def _sigmoid(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-@exercise("ch04-ex2", MESSAGES, answer="log1pexp")
-def check_log1pexp(answer, lang):
-    value_text, grad_text = message(COMMON, "forward", lang), message(COMMON, "gradient", lang)
-    x_np = LOG1PEXP_POINTS
-    x64 = x_np.astype(np.float64)
-    ref_value, ref_grad = np.logaddexp(0.0, x64), _sigmoid(x64)
-    ref_second = ref_grad * (1.0 - ref_grad)
+def _grad_ok(got, expected):
+    """Relative accuracy; NaN and inf never pass."""
+    return np.isfinite(got) & (np.abs(got - expected) <= GRAD_RTOL * np.abs(expected) + GRAD_TINY)
 
-    x = tf.constant(x_np)
+
+def _forward_facts(answer, *args):
+    """(uses tf.custom_gradient, uses tf.where) for ``answer(*args)`` traced in a tf.function.
+
+    None when the reader's function cannot be traced (it may use .numpy(), Python control
+    flow on tensors ...): the caller then gives the general hint.
+    """
+    try:
+        with captured_tf_warnings():
+            traced = tf.function(lambda *tensors: answer(*tensors), autograph=False)
+            specs = [tf.TensorSpec(np.shape(arg), tf.float32) for arg in args]
+            operations = traced.get_concrete_function(*specs).graph.get_operations()
+    except PROPAGATE:
+        raise
+    except BaseException:  # the reader's code may raise anything while it is traced
+        return None
+    custom = any(op.type == "IdentityN" and "_gradient_op_type" in op.node_def.attr for op in operations)
+    where = any(op.type in ("Select", "SelectV2") for op in operations)
+    return custom, where
+
+
+@exercise("ch04-ex2", MESSAGES, answer="logaddexp")
+def check_logaddexp(answer, lang):
+    value_text = message(COMMON, "forward", lang)
+    a_np, b_np = LOGADDEXP_A, LOGADDEXP_B
+    a64, b64 = a_np.astype(np.float64), b_np.astype(np.float64)
+    ref_value = np.logaddexp(a64, b64)
+    ref_grads = (_sigmoid(a64 - b64), _sigmoid(b64 - a64))
+    ref_second = ref_grads[0] * ref_grads[1]
+
+    def at(i):
+        return _text("at_ab", lang, a=fmt(a_np[i]), b=fmt(b_np[i]))
+
+    a, b = tf.constant(a_np), tf.constant(b_np)
     with tf.GradientTape() as outer:
-        outer.watch(x)
+        outer.watch(a)
         with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = call(answer, x, lang=lang)
-        values = _array(y, lang=lang, what=value_text, shape=x_np.shape)
-        grad = _gradient(inner, y, x, lang=lang, inputs="x")
-    grads = _array(grad, lang=lang, what=grad_text, shape=x_np.shape, none_key="none_gradient")
-
-    for what, got, expected, hint in ((value_text, values, ref_value, "overflow"),
-                                      (grad_text, grads, ref_grad, "gradient_overflow")):
-        i = _first_mismatch(got, expected, atol=1e-5)
+            inner.watch([a, b])
+            y = call(answer, a, b, lang=lang)
+        values = _array(y, lang=lang, what=value_text, shape=a_np.shape)
+        i = _first_mismatch(values, ref_value, atol=1e-5)
         if i is not None:
-            if not np.isfinite(got[i]):
-                reason = {"hint": hint}
-            elif what == grad_text and x_np[i] == 0:
-                reason = {"hint": "half"}
-            else:
-                reason = {}
-            raise _mismatch(lang, at=f"x = {fmt(x_np[i])}", what=what, got=got[i], expected=expected[i], **reason)
+            raise _mismatch(lang, at=at(i), what=value_text, got=values[i], expected=ref_value[i],
+                            hint=None if np.isfinite(values[i]) else "overflow")
+        grads = _gradient(inner, y, [a, b], lang=lang, inputs="a, b")
+    arrays = []
+    for g, name in zip(grads, "ab"):
+        if g is None:
+            raise Mismatch(_text("none_for", lang, name=name))
+        arrays.append(_array(g, lang=lang, what=_text("gradient_for", lang, name=name), shape=a_np.shape))
 
-    if not isinstance(grad, tf.Tensor):  # a NumPy gradient: nothing for the outer tape to differentiate
+    for i in range(a_np.size):  # point by point, a before b: the first problem is reported
+        for got, expected, name in zip(arrays, ref_grads, "ab"):
+            if _grad_ok(got[i], expected[i]):
+                continue
+            what = _text("gradient_for", lang, name=name)
+            if not np.isfinite(got[i]):
+                facts = _forward_facts(answer, a_np, b_np)
+                hint = "where_trap" if facts is not None and not facts[0] and facts[1] else "gradient_overflow"
+                raise _mismatch(lang, at=at(i), what=what, got=got[i], expected=expected[i], hint=hint)
+            if a_np[i] == b_np[i]:
+                raise _mismatch(lang, at=at(i), what=what, got=got[i], expected=expected[i], hint="half")
+            if abs(got[i] - expected[i]) < 1e-5:  # right in absolute terms, wrong in relative ones
+                text = _text("mismatch", lang, at=at(i), what=what, got=fmt(got[i]), expected=fmt(expected[i]))
+                rel = f"{abs(got[i] - expected[i]) / expected[i]:.0%}"
+                raise Mismatch(text + _text("then", lang, hint=_text("cancel", lang, rel=rel)))
+            raise _mismatch(lang, at=at(i), what=what, got=got[i], expected=expected[i])
+
+    if not isinstance(grads[0], tf.Tensor):  # a NumPy gradient: nothing for the outer tape to differentiate
         raise Mismatch(_text("second_none", lang))
-    second = _gradient(outer, grad, x, lang=lang, inputs="x")
-    seconds = _array(second, lang=lang, what=_text("second", lang), shape=x_np.shape, none_key="second_none")
+    second = _gradient(outer, grads[0], a, lang=lang, inputs="a, b")
+    seconds = _array(second, lang=lang, what=_text("second", lang), shape=a_np.shape, none_key="second_none")
     i = _first_mismatch(seconds, ref_second, atol=1e-5)
     if i is not None:
-        raise _mismatch(lang, at=f"x = {fmt(x_np[i])}", what=_text("second", lang), got=seconds[i],
-                        expected=ref_second[i], hint=None if np.isfinite(seconds[i]) else "second_overflow")
+        raise _mismatch(lang, at=at(i), what=_text("second", lang), got=seconds[i], expected=ref_second[i],
+                        hint=None if np.isfinite(seconds[i]) else "second_overflow")
 
     # a grad_fn that ignores dy passes everything above (the upstream gradient was 1)
-    point = np.array([1.0, -2.0], np.float32)
+    a_up, b_up = np.array([1.0, -2.0], np.float32), np.array([-1.0, 0.5], np.float32)
     upstream = np.array([3.0, -0.5], np.float32)
-    xt = tf.constant(point)
+    at_up, bt_up = tf.constant(a_up), tf.constant(b_up)
     with tf.GradientTape() as tape:
-        tape.watch(xt)
-        y = call(answer, xt, lang=lang)
-    values = _array(y, lang=lang, what=value_text, shape=point.shape)  # this call's value counts too
-    expected = np.logaddexp(0.0, point.astype(np.float64))
+        tape.watch([at_up, bt_up])
+        y = call(answer, at_up, bt_up, lang=lang)
+    values = _array(y, lang=lang, what=value_text, shape=a_up.shape)  # this call's value counts too
+    expected = np.logaddexp(a_up.astype(np.float64), b_up.astype(np.float64))
     i = _first_mismatch(values, expected, atol=1e-5)
     if i is not None:
-        raise _mismatch(lang, at=f"x = {fmt(point[i])}", what=value_text, got=values[i], expected=expected[i])
-    grad = _gradient(tape, y, xt, lang=lang, inputs="x", output_gradients=tf.constant(upstream))
-    grads = _array(grad, lang=lang, what=grad_text, shape=point.shape, none_key="none_gradient")
-    expected = upstream * _sigmoid(point.astype(np.float64))
-    i = _first_mismatch(grads, expected, atol=1e-5)
-    if i is not None:
-        raise Mismatch(_text("upstream", lang, at=f"x = {fmt(point[i])}", u=fmt(upstream[i]),
-                             got=fmt(grads[i]), expected=fmt(expected[i])))
-    return _text("log1pexp_passed", lang, n=x_np.size)
+        raise _mismatch(lang, at=_text("at_ab", lang, a=fmt(a_up[i]), b=fmt(b_up[i])), what=value_text,
+                        got=values[i], expected=expected[i])
+    grads = _gradient(tape, y, [at_up, bt_up], lang=lang, inputs="a, b", output_gradients=tf.constant(upstream))
+    diff = (a_up - b_up).astype(np.float64)
+    for g, expected_slope, name in zip(grads, (_sigmoid(diff), _sigmoid(-diff)), "ab"):
+        if g is None:
+            raise Mismatch(_text("none_for", lang, name=name))
+        got = _array(g, lang=lang, what=_text("gradient_for", lang, name=name), shape=a_up.shape)
+        expected = upstream * expected_slope
+        i = _first_mismatch(got, expected, atol=1e-5)
+        if i is not None:
+            raise Mismatch(_text("upstream", lang, at=_text("at_ab", lang, a=fmt(a_up[i]), b=fmt(b_up[i])),
+                                 u=fmt(upstream[i]), got=fmt(got[i]), expected=fmt(expected[i])))
+    smallest = float(min(g[g >= GRAD_TINY].min() for g in ref_grads))
+    return _text("logaddexp_passed", lang, n=a_np.size, rtol=GRAD_RTOL, smallest=smallest)
 
 
-# -- ch04-ex3: safe_norm(v) ------------------------------------------------------------
+# -- ch04-ex3: clip_gradient_rows(x, max_norm) -----------------------------------------------
 
-def _norm_cases():
-    rng = np.random.default_rng(3)
-    vectors = [np.zeros(3), np.array([3.0, 4.0, 0.0]), np.array([0.0, -2.0, 0.0])]
-    vectors += [rng.standard_normal(3) for _ in range(4)]
-    upstreams = [2.0, 1.0, 0.5, 1.0, -3.0, 2.5, 1.0]
-    return [(v.astype(np.float32), np.float32(u)) for v, u in zip(vectors, upstreams)]
+CLIP_X = (2.0 * np.random.default_rng(3).standard_normal((5, 3))).astype(np.float32)
+CLIP_UPSTREAM = np.array([[3.0, 4.0, 0.0],     # norm 5: clipped
+                          [0.3, -0.4, 0.0],    # norm 0.5: below the first limit, at the second
+                          [0.0, 0.0, 0.0],     # a zero row: unchanged (no 0/0)
+                          [-6.0, 2.0, 3.0],    # norm 7: clipped
+                          [1.0, -1.0, 1.0]],   # norm 1.73: below the first limit, above the second
+                         np.float32)
+CLIP_NORMS = (2.0, 0.5)
 
 
-NORM_CASES = _norm_cases()
+def _clip_rows(dy, c, axis=1):
+    """Each slice along ``axis`` scaled to norm at most ``c`` (float64; zero slices unchanged)."""
+    norms = np.linalg.norm(dy, axis=axis, keepdims=True)
+    return dy * np.minimum(1.0, c / np.where(norms > 0, norms, np.inf))
 
 
-@exercise("ch04-ex3", MESSAGES, answer="safe_norm")
-def check_safe_norm(answer, lang):
+def _same(got, expected, rows=slice(None)):
+    return bool(np.allclose(got[rows], expected[rows], atol=1e-5, rtol=1e-4))
+
+
+def _clip_hint(got, dy, c):
+    """The likely mistake behind a wrong gradient ``got`` for upstream ``dy`` and limit ``c``."""
+    norms = np.linalg.norm(dy, axis=1)
+    nonzero = norms > 0
+    candidates = (
+        ("not_clipped", dy, slice(None)),
+        ("whole_norm", dy * min(1.0, c / np.linalg.norm(dy)), slice(None)),
+        ("by_value", np.clip(dy, -c, c), slice(None)),
+        ("per_column", _clip_rows(dy, c, axis=0), slice(None)),
+        ("scaled_up", dy[nonzero] * (c / norms[nonzero])[:, None], None),
+    )
+    for key, expected, rows in candidates:
+        if rows is None:  # compared on the nonzero rows only
+            if np.all(np.isfinite(got[nonzero])) and np.allclose(got[nonzero], expected, atol=1e-5, rtol=1e-4):
+                return key
+        elif np.all(np.isfinite(got)) and _same(got, expected, rows):
+            return key
+    return None
+
+
+@exercise("ch04-ex3", MESSAGES, answer="clip_gradient_rows")
+def check_clip_gradient_rows(answer, lang):
     value_text, grad_text = message(COMMON, "forward", lang), message(COMMON, "gradient", lang)
-    for v_np, u in NORM_CASES:
-        at = f"v = {fmt(v_np)}"
-        v = tf.constant(v_np)
+    x_np, dy_np = CLIP_X, CLIP_UPSTREAM
+    dy64 = dy_np.astype(np.float64)
+    for c in CLIP_NORMS:
+        x = tf.constant(x_np)
         with tf.GradientTape() as tape:
-            tape.watch(v)
-            y = call(answer, v, lang=lang, where=at + ": ")
-        value = _array(y, lang=lang, what=value_text, shape=())
-        norm = float(np.linalg.norm(v_np.astype(np.float64)))
-        if _first_mismatch(value.reshape(1), np.array([norm]), atol=1e-5) is not None:
-            raise _mismatch(lang, at=at, what=value_text, got=value, expected=norm)
-        grad = _gradient(tape, y, v, lang=lang, inputs="v", output_gradients=tf.constant(u))
-        grad_array = None if grad is None else to_array(grad)
-        if grad_array is not None and grad_array.dtype.kind in "biufc" and grad_array.shape != v_np.shape:
-            raise Mismatch(_text("norm_shape", lang, got=list(grad_array.shape), expected=list(v_np.shape)))
-        grads = _array(grad, lang=lang, what=grad_text, shape=v_np.shape, none_key="none_gradient")
-        unit = (v_np / norm if norm > 0 else np.zeros_like(v_np)).astype(np.float64)
-        expected = u * unit
-        if _first_mismatch(grads, expected, atol=1e-5) is None:
+            tape.watch(x)
+            y = call(answer, x, c, lang=lang, where=_text("when_c", lang, c=fmt(c)))
+        values = _array(y, lang=lang, what=value_text, shape=x_np.shape)
+        if not _same(values, x_np):
+            i = int(np.flatnonzero(~np.all(np.isclose(values, x_np, atol=1e-5, rtol=1e-4), axis=1))[0])
+            if _same(values, _clip_rows(x_np.astype(np.float64), c)) or _same(
+                    values, x_np * min(1.0, c / np.linalg.norm(x_np))):
+                raise Mismatch(_text("forward_clipped", lang, i=i, got=fmt(values[i]), expected=fmt(x_np[i])))
+            raise _mismatch(lang, at=_text("at_value_row", lang, c=fmt(c), i=i), what=value_text, got=values[i],
+                            expected=x_np[i])
+        try:
+            grad = _gradient(tape, y, x, lang=lang, inputs="x, max_norm", output_gradients=tf.constant(dy_np))
+        except Mismatch as problem:
+            if "Incompatible shapes" in str(problem) or "must be broadcastable" in str(problem):
+                raise Mismatch(str(problem) + _text("then", lang, hint=_text("keepdims", lang))) from None
+            raise
+        grads = _array(grad, lang=lang, what=grad_text, shape=x_np.shape, none_key="none_gradient")
+        expected = _clip_rows(dy64, c)
+        good = np.all(np.isfinite(grads) & np.isclose(grads, expected, atol=1e-5, rtol=1e-4), axis=1)
+        if np.all(good):
             continue
-        if u != 1 and np.allclose(grads, unit, atol=1e-5):
-            raise Mismatch(_text("upstream", lang, at=at, u=fmt(u), got=fmt(grads), expected=fmt(expected)))
-        raise _mismatch(lang, at=at, what=grad_text, got=grads, expected=expected,
-                        hint="zero_vector" if norm == 0 else None)
-    return _text("norm_passed", lang, n=len(NORM_CASES))
+        i = int(np.flatnonzero(~good)[0])
+        at = _text("at_row", lang, c=fmt(c), i=i, row=fmt(dy_np[i]), norm=fmt(np.linalg.norm(dy64[i])))
+        text = _text("row_mismatch", lang, at=at, got=fmt(grads[i]), expected=fmt(expected[i]))
+        if not np.all(dy_np[i] == 0) or np.all(np.isfinite(grads[i])):
+            hint = _clip_hint(grads, dy64, c)
+        else:
+            hint = "zero_row"
+        if hint is not None:
+            text += _text("space", lang) + _text(hint, lang)
+        raise Mismatch(text)
+    return _text("clip_passed", lang, norms=_text("list_sep", lang).join(fmt(c) for c in CLIP_NORMS))
