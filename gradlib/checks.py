@@ -117,7 +117,10 @@ def check_gradient(fn: Callable, x, *, atol: float = 1e-5, rtol: float = 1e-3,
     Args:
         fn: a function of one tensor; it must accept float64 input.
         x: the point (any real array-like or tensor).
-        atol, rtol: tolerances, as in ``numpy.isclose``.
+        atol, rtol: tolerances, as in ``numpy.isclose``. The default ``atol``
+            lets through any error smaller than ``1e-5``: a gradient of 0
+            where the true one is ``4e-18`` passes. Pass ``atol=0`` to demand
+            relative accuracy for tiny gradients.
         delta: relative step; ``None`` for :math:`\epsilon^{1/3}`.
         lang: the language of the verdict, ``"en"`` or ``"zh"``.
 
