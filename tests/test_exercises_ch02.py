@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import gradlib
 from gradlib import exercises
 from gradlib.exercises import ch02
 
@@ -164,6 +165,38 @@ def test_ex1_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
     assert "上游梯度为 2.5" in exercises.check("ch02-ex1", ignores_dy, lang="zh").message
 
 
+def clip_unit(x):
+    return tf.clip_by_value(x, -1.0, 1.0)
+
+
+STRAIGHT_THROUGH = {
+    "ch02-ex1": [lambda x: gradlib.straight_through(tf.sign, clip_unit)(x),   # called inside the answer
+                 gradlib.straight_through(tf.sign, clip_unit)],              # the op itself, made beforehand
+    "ch02-ex2": [lambda x, s: gradlib.straight_through(tf.identity, lambda v: s * v)(x)],
+}
+
+
+@pytest.mark.parametrize("exercise_id, answer",
+                         [(i, a) for i, answers in STRAIGHT_THROUGH.items() for a in answers])
+def test_gradlib_straight_through_is_named_and_restored(exercise_id, answer):
+    # the explorer's gradlib.straight_through(f, g) is the answer in one line: the check says so
+    original = gradlib.straight_through
+    feedback = exercises.check(exercise_id, answer)
+    assert not feedback.passed
+    assert feedback.message == ("your code calls gradlib.straight_through, which is this exercise's answer in one "
+                                "line. Write the trick yourself with tf.stop_gradient, as in "
+                                "g(x) + tf.stop_gradient(f(x) - g(x)).")
+    zh = exercises.check(exercise_id, answer, lang="zh")
+    assert not zh.passed and zh.message.startswith("你的代码调用了 gradlib.straight_through")
+    assert gradlib.straight_through is original
+
+
+def test_straight_through_used_in_a_wrong_answer_is_still_named():
+    # the wrong value (sign of the clip) is not what the reader needs to hear first
+    feedback = exercises.check("ch02-ex1", lambda x: gradlib.straight_through(clip_unit)(x))
+    assert feedback.message.startswith("your code calls gradlib.straight_through")
+
+
 # -- ch02-ex2 ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -215,6 +248,17 @@ def test_ex2_stopping_x_itself_is_named():
     assert feedback.message.startswith("with s = 0.5, the gradient is None")
     assert "s * tf.stop_gradient(x) stops x on every path" in feedback.message
     assert "会阻断 x 的每一条路径" in exercises.check("ch02-ex2", answer, lang="zh").message
+
+
+def test_ex2_stopped_x_plus_scaled_x_is_named():
+    answer = lambda x, s: tf.stop_gradient(x) + s * x  # noqa: E731  gradient s, value (1 + s) x
+    feedback = exercises.check("ch02-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("with s = 0.5, your value is (1 + s)·x (at x = 1.5: 2.25; expected 1.5): "
+                                       "tf.stop_gradient(x) + s * x gives the right gradient")
+    assert "The stopped term must be x - s·x" in feedback.message
+    zh = exercises.check("ch02-ex2", answer, lang="zh").message
+    assert zh.startswith("当 s = 0.5 时，你的前向值是 (1 + s)·x") and "两个 s·x 在值里才会相互抵消" in zh
 
 
 def test_ex2_swapped_roles_are_named():

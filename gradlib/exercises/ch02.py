@@ -11,11 +11,16 @@
 Every reference below is a closed NumPy formula, independent of the chapter's
 solutions.  Before the generic "your value is ...; expected ..." message, each
 check recognises the most likely wrong answers and names the mistake
-(``_diagnose_ste``, ``_diagnose_scaled``, the ``td_*`` messages).
+(``_diagnose_ste``, ``_diagnose_scaled``, the ``td_*`` messages).  ch02-ex1 and
+ch02-ex2 ask for the trick written with ``tf.stop_gradient``:
+``_without_straight_through`` notices an answer that calls
+``gradlib.straight_through`` (the exercise's answer in one line) instead.
+(ch02-ex3, a "find the bug" exercise, is answered in writing.)
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 import numpy as np
@@ -99,6 +104,14 @@ MESSAGES = {
         "zh": "你的前向值是 s·x，梯度是 1（在 x = {x} 处值为 {got}，应为 {expected}）：两项的角色对调了。"
               "tf.stop_gradient 之外的项决定梯度，所以它必须是 s * x；被停止的项负责把值拉回 x。",
     },
+    "scaled_sum": {
+        "en": "your value is (1 + s)·x (at x = {x}: {got}; expected {expected}): tf.stop_gradient(x) + s * x "
+              "gives the right gradient, but its value counts x and s·x. The stopped term must be x - s·x, "
+              "so that the two s·x cancel in the value.",
+        "zh": "你的前向值是 (1 + s)·x（在 x = {x} 处为 {got}，应为 {expected}）：tf.stop_gradient(x) + s * x "
+              "的梯度是对的，但它的值把 x 和 s·x 都算了进去。被停止梯度的项必须是 x - s·x，"
+              "这样两个 s·x 在值里才会相互抵消。",
+    },
     "scaled_wrong_term": {
         "en": "your gradient is 1 - s = {got}, not s = {expected}: tf.stop_gradient is on the wrong term. "
               "The term that stays outside the stop must be s * x, the one whose derivative is s.",
@@ -130,6 +143,12 @@ MESSAGES = {
               "这可以接受；想让值逐位精确，请看本章关于前向值逐位精确的一节。",
     },
     # shared by ex1 and ex2
+    "straight_through": {
+        "en": "your code calls gradlib.straight_through, which is this exercise's answer in one line. "
+              "Write the trick yourself with tf.stop_gradient, as in g(x) + tf.stop_gradient(f(x) - g(x)).",
+        "zh": "你的代码调用了 gradlib.straight_through，它一行就给出了本题的答案。"
+              "请自己用 tf.stop_gradient 写出这个技巧，例如 g(x) + tf.stop_gradient(f(x) - g(x))。",
+    },
     "upstream": {
         "en": "{prefix}with an upstream gradient of {dy} at x = {x}, your gradient is {got}; expected {expected}. "
               "Multiply by the upstream gradient (dy); tf.stop_gradient tricks do this automatically.",
@@ -282,6 +301,63 @@ def _compare_upstream(answer: Callable, x: np.ndarray, value: np.ndarray, local_
                                expected=fmt(np.ravel(expected)[i])))
 
 
+# -- ex1 and ex2 ask for the trick itself, not gradlib.straight_through --------------
+
+class _StraightThroughWatch:
+    """While the check runs, ``gradlib.straight_through`` notes that it was called.
+
+    The package attribute is replaced by a wrapper that records the call and
+    then does the same work, and is restored on exit, also when the check is
+    stopped by its time limit.
+    """
+
+    def __enter__(self) -> "_StraightThroughWatch":
+        import gradlib  # here, not at import time: gradlib imports this module
+
+        self.package, self.original, self.used = gradlib, gradlib.straight_through, False
+
+        @functools.wraps(self.original)
+        def watched(*args, **kwargs):
+            self.used = True
+            return self.original(*args, **kwargs)
+
+        gradlib.straight_through = watched
+        return self
+
+    def __exit__(self, *exc_info) -> bool:
+        self.package.straight_through = self.original
+        return False
+
+
+def _made_by_straight_through(answer) -> bool:
+    """``answer`` is an op that ``gradlib.straight_through`` returned (made before the check ran)."""
+    try:
+        return (getattr(answer, "__module__", None) == "gradlib.tricks"
+                and str(getattr(answer, "__qualname__", "")).startswith("straight_through."))
+    except Exception:  # a reader's object whose attributes raise: not ours
+        return False
+
+
+def _without_straight_through(check: Callable) -> Callable:
+    """Wrap a check: an answer that uses ``gradlib.straight_through`` fails with its own message."""
+    @functools.wraps(check)
+    def wrapped(answer, lang):
+        used = message(MESSAGES, "straight_through", lang)
+        if _made_by_straight_through(answer):
+            raise Mismatch(used)
+        with _StraightThroughWatch() as watch:
+            try:
+                result = check(answer, lang)
+            except Mismatch:
+                if watch.used:
+                    raise Mismatch(used) from None
+                raise
+        if watch.used:
+            raise Mismatch(used)
+        return result
+    return wrapped
+
+
 # -- ch02-ex1: the clipped straight-through estimator --------------------------
 
 STE_POINTS = kink_and_random_points([0.0, 0.5, 1.0, -1.0, 1.5, -2.5, -0.3], seed=2)
@@ -320,6 +396,7 @@ def _diagnose_ste(x, y, g, lang: str) -> str:
 
 
 @exercise("ch02-ex1", MESSAGES, answer="clipped_identity_ste")
+@_without_straight_through
 def check_clipped_identity_ste(answer, lang):
     def gradient_hint(x):
         return message(MESSAGES, "ste_inside" if abs(x) <= 1 else "ste_outside", lang)
@@ -349,6 +426,8 @@ def _diagnose_scaled(x, y, g, s: float, lang: str) -> str:
     if s != 1 and _matches(y, s * x) and not _matches(y, x):
         key = "scaled_swapped" if _matches(g, 1.0) else "scaled_value"
         return message(MESSAGES, key, lang, **_at(x, y, x, ~np.isclose(s * x, x)))
+    if s != 0 and _matches(y, (1 + s) * x) and _matches(g, s):
+        return message(MESSAGES, "scaled_sum", lang, **_at(x, y, x, ~np.isclose((1 + s) * x, x)))
     if _matches(y, x) and not np.isclose(1 - s, s) and _matches(g, 1 - s):
         return message(MESSAGES, "scaled_wrong_term", lang, got=fmt(1 - s), expected=fmt(s))
     return ""
@@ -360,6 +439,7 @@ def _bits_differ(y: np.ndarray, x: np.ndarray) -> int:
 
 
 @exercise("ch02-ex2", MESSAGES, answer="scaled_gradient")
+@_without_straight_through
 def check_scaled_gradient(answer, lang):
     x = SCALED_POINTS
     inexact = []
