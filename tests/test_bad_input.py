@@ -8,7 +8,7 @@ never an error from deep inside NumPy or TensorFlow.
 
 Not in the table: the names that take no input to get wrong
 (``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``,
-``dann.DEFAULTS``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
+``dann.DEFAULTS``, ``dann.PROBES``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
 ``GradientCheck``, ``GradientError`` and ``exercises.Feedback``, and
 ``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
 keeps this list honest.
@@ -354,7 +354,7 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
 NOT_IN_TABLE = {"captured_tf_warnings", "SIGN_SURROGATES", "benchmarks.LATEST", "GradientCheck", "GradientError",
-                "dann.DEFAULTS", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
+                "dann.DEFAULTS", "dann.PROBES", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 
 def public_names():

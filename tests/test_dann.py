@@ -49,6 +49,33 @@ def test_probe_is_at_chance_for_one_distribution_and_perfect_for_separated_ones(
     assert apart["accuracy"] > 0.99 and apart["pad"] > 1.95
 
 
+def test_knn_probe_sees_what_a_line_cannot():
+    # Two rings around the same centre: no line separates them, neighbours do.
+    rng = np.random.default_rng(2)
+
+    def ring(radius, n):
+        angle = rng.uniform(0, 2 * np.pi, n)
+        return np.c_[np.cos(angle), np.sin(angle)] * radius + rng.normal(0, 0.05, (n, 2))
+
+    samples = [ring(1.0, 400), ring(2.0, 400), ring(1.0, 1000), ring(2.0, 1000)]
+    assert abs(dann.proxy_a_distance(*samples)["accuracy"] - 0.5) < 0.06
+    assert dann.proxy_a_distance(*samples, probe="knn")["accuracy"] > 0.98
+    same = [rng.normal(size=(600, 3)) for _ in range(4)]
+    assert abs(dann.proxy_a_distance(*same, probe="knn")["accuracy"] - 0.5) < 0.05
+
+
+def test_knn_probe_agrees_with_scikit_learn():
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(3)
+    a, b, c, d = (rng.normal(size=(300, 4)) + 0.4 * (k % 2) for k in range(4))
+    scaler = StandardScaler().fit(np.r_[a, b])
+    model = KNeighborsClassifier(15).fit(scaler.transform(np.r_[a, b]), np.r_[np.zeros(300), np.ones(300)])
+    expected = (np.mean(model.predict(scaler.transform(c)) == 0) + np.mean(model.predict(scaler.transform(d)) == 1)) / 2
+    assert dann.proxy_a_distance(a, b, c, d, probe="knn")["accuracy"] == pytest.approx(expected, abs=0.01)
+
+
 def test_probe_agrees_with_scikit_learn():
     rng = np.random.default_rng(1)
     samples = [rng.normal(size=(400, 3)) + np.array([0.5, 0.0, 0.3]) * (k % 2) for k in range(4)]
@@ -75,6 +102,13 @@ def test_the_rotated_moons_are_not_linearly_separable_in_input_space():
 def test_probe_bad_input(args, message):
     with pytest.raises(ValueError, match=message):
         dann.proxy_a_distance(*args)
+
+
+@pytest.mark.parametrize("options, message", [({"probe": "svm"}, "probe"), ({"probe": "knn", "k": 0}, "`k`"),
+                                              ({"l2": -1.0}, "l2")])
+def test_probe_bad_options(options, message):
+    with pytest.raises(ValueError, match=message):
+        dann.proxy_a_distance(*(np.eye(3) for _ in range(4)), **options)
 
 
 # -- the experiment ---------------------------------------------------------------------
@@ -106,6 +140,18 @@ def test_lambda_zero_trains_exactly_the_source_only_label_network(runs):
         assert a["invariance"]["accuracy"] == pytest.approx(b["invariance"]["accuracy"], abs=0.01)
 
 
+def test_an_adversary_that_is_not_fought_matches_a_fresh_linear_probe_on_held_out_points():
+    # With lambda = 0 the adversary is a logistic regression trained on fixed
+    # (label-trained) features: on held-out points it should score what an
+    # independently fitted logistic regression scores, and not what it scores on
+    # its own training points by chance.
+    frozen = dann.moons_experiments("dann", SEEDS, lam=0.0)
+    adversary = np.array([r["domain_test_accuracy"] for r in frozen])
+    fresh = np.array([r["invariance"]["accuracy"] for r in frozen])
+    assert np.abs(adversary - fresh).mean() < 0.03, (adversary, fresh)
+    assert adversary.mean() > 0.6  # the label-trained features do show the domain
+
+
 def test_results_are_reproducible_on_one_machine(runs):
     again = dann.moons_experiments("dann", SEEDS)
     assert [r["target_test_accuracy"] for r in again] == [r["target_test_accuracy"] for r in runs["dann"]]
@@ -124,8 +170,10 @@ def test_a_single_seed_has_the_data_of_its_slice_of_a_batch(runs):
 def test_result_structure(runs):
     result = runs["dann"][0]
     assert 0 <= result["domain_accuracy"] <= 1 and result["adversary_active_units"] is None  # logistic adversary
-    assert runs["source_only"][0]["domain_accuracy"] is None
-    assert set(result["invariance"]) == set(result["input_invariance"]) == {"accuracy", "pad"}
+    assert 0 <= result["domain_test_accuracy"] <= 1
+    assert runs["source_only"][0]["domain_accuracy"] is None and runs["source_only"][0]["domain_test_accuracy"] is None
+    for key in ("invariance", "invariance_knn", "input_invariance", "input_invariance_knn"):
+        assert set(result[key]) == {"accuracy", "pad"}, key
     xs, ys = result["source"]
     xt, yt = result["target"]
     assert xs.shape == xt.shape == (300, 2) and ys.shape == yt.shape == (300,)
@@ -142,7 +190,7 @@ def test_a_dead_relu_adversary_is_counted_and_gives_exactly_ln_2():
     for r in results:
         if r["adversary_active_units"] == 0:
             assert r["history"][-1]["domain_loss"] == pytest.approx(np.log(2), abs=1e-6)
-            assert r["domain_accuracy"] == 0.5
+            assert r["domain_accuracy"] == r["domain_test_accuracy"] == 0.5
 
 
 def test_optimizer_gd_and_its_alias(runs):

@@ -96,9 +96,9 @@ MESSAGES = {
     "ex3_passed": {
         "en": "correct: the value is x bit for bit (−0.0 included) and the gradient is −λ·dy for λ in {lams}, "
               "for λ as a tensor and a tf.Variable (also changed by assign inside a tf.function), "
-              "for a 2-D input and for upstream gradients other than 1, with tf.stop_gradient alone.",
+              "for a 2-D input and for upstream gradients other than 1.",
         "zh": "正确：对 λ ∈ {lams}、λ 为张量或 tf.Variable（包括在 tf.function 中用 assign 修改）、二维输入，"
-              "以及不为 1 的上游梯度，只用 tf.stop_gradient，前向值都与 x 逐位相同（包括 −0.0），梯度都是 −λ·dy。",
+              "以及不为 1 的上游梯度，前向值都与 x 逐位相同（包括 −0.0），梯度都是 −λ·dy。",
     },
     "trick_rounds": {
         "en": "with λ = {lam}, at x = {x}: your value is {got}, not exactly x ({count} of {n} values differ in "
@@ -369,7 +369,7 @@ def _schedule_hint(got: float, p: float, lang: str) -> str:
 def check_dann_lambda(answer, lang):
     last = None
     for p in PROGRESS:
-        where = f"p = {fmt(p)}: "
+        where = f"p = {fmt(p)}: " if lang == "en" else f"在 p = {fmt(p)} 处，"
         value = call(answer, p, lang=lang, where=where)
         if value is None:
             raise Mismatch(_text("number_none", lang, where=where))
