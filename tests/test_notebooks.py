@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from tools.notebooks import md_sources, render_ipynb, stale_twins, write_twins
 
@@ -116,3 +117,23 @@ def test_cli_check_and_write(mini_book):
     assert run("--write").returncode == 0
     good = run("--check")
     assert good.returncode == 0, good.stdout + good.stderr
+
+
+def test_write_only_the_named_sources_leaves_other_stale_twins_alone(mini_book):
+    write_twins(mini_book)
+    sources = md_sources(mini_book)
+    for md in sources[:2]:
+        md.write_text(md.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
+    assert write_twins(mini_book, only=[sources[0]]) == [sources[0].with_suffix(".ipynb")]
+    problems = stale_twins(mini_book)
+    assert len(problems) == 1 and sources[1].with_suffix(".ipynb").name in problems[0]
+
+
+def test_write_only_refuses_a_path_that_is_not_a_chapter_source(mini_book, tmp_path):
+    stray = tmp_path / "notes.md"
+    stray.write_text("# notes\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not a chapter source"):
+        write_twins(mini_book, only=[stray])
+    result = subprocess.run([sys.executable, ROOT / "tools" / "notebooks.py", "--check", stray, "--root", mini_book],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "only be given with --write" in result.stderr

@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Iterable, Optional
 
 import jupytext
 
@@ -60,11 +61,22 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def write_twins(root: Path = ROOT) -> list[Path]:
-    """Write every twin whose content is missing or out of date; return them."""
+def write_twins(root: Path = ROOT, only: Optional[Iterable[Path]] = None) -> list[Path]:
+    """Write every twin whose content is missing or out of date; return them.
+
+    ``only``: restrict to these chapter sources (each must be one of
+    :func:`md_sources`), e.g. while other chapters are being edited.
+    """
     root = Path(root)
+    sources = md_sources(root)
+    if only is not None:
+        wanted = [Path(p).resolve() for p in only]
+        unknown = [str(p) for p in wanted if p not in [s.resolve() for s in sources]]
+        if unknown:
+            raise ValueError(f"not a chapter source under {root}/chapters/{{en,zh}}: {', '.join(unknown)}")
+        sources = [s for s in sources if s.resolve() in wanted]
     written = []
-    for md in md_sources(root):
+    for md in sources:
         twin = md.with_suffix(".ipynb")
         text = render_ipynb(md).encode("utf-8")
         if not twin.exists() or twin.read_bytes() != text:
@@ -118,9 +130,17 @@ def main(argv=None) -> int:
     mode.add_argument("--write", action="store_true", help="regenerate twins that changed")
     mode.add_argument("--check", action="store_true", help="report missing/stale/orphan twins")
     parser.add_argument("--root", type=Path, default=ROOT, help="book root (default: the repository)")
+    parser.add_argument("sources", nargs="*", type=Path,
+                        help="with --write: only these chapter sources (default: all)")
     args = parser.parse_args(argv)
+    if args.sources and not args.write:
+        parser.error("chapter sources can only be given with --write")
     if args.write:
-        for path in write_twins(args.root):
+        try:
+            written = write_twins(args.root, args.sources or None)
+        except ValueError as err:
+            parser.error(str(err))
+        for path in written:
             print(f"wrote {_rel(path, Path(args.root))}")
         return 0
     problems = stale_twins(args.root)
