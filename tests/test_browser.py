@@ -194,6 +194,8 @@ def test_search_checks_the_language(browser, server):
     if "梯度" not in SEARCHES:
         SEARCHES["梯度"], _ = bc.search(browser, server, "梯度", f"chapters/zh/{bc.chapters()['zh'][0]}.html")
     assert bc.search_problems(SEARCHES["梯度"], "梯度", "zh", PAGES) == []
-    problems = bc.search_problems(SEARCHES["梯度"], "梯度", "en", PAGES)  # no English chapter says 梯度
+    # English chapters may cite a Chinese title, so take their pages out of the real results
+    zh_only = [page for page in SEARCHES["梯度"] if not page.startswith("chapters/en/")]
+    problems = bc.search_problems(zh_only, "梯度", "en", PAGES)
     assert problems and "no en chapter page" in problems[0], problems
     assert bc.search_problems([], "梯度", "zh", PAGES) == ["search for '梯度' returned no results"]
