@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Mapping
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -267,6 +268,26 @@ def _validate(result: Any, inputs: Sequence, names: Sequence[str], variables: Se
         _check_one(grad, var, f"variable `{var.name}`")
 
 
+_TENSOR_TYPES = (tf.Tensor, tf.Variable, np.ndarray, tf.RaggedTensor, tf.SparseTensor)
+
+
+def _holds_tensor(value: Any) -> bool:
+    """True when ``value`` is a tensor, variable or array, or holds one anywhere in its nest.
+
+    ``tf.nest.flatten`` opens lists, tuples, dicts, namedtuples and attrs
+    classes down to their leaves, as ``tf.custom_gradient`` does with its
+    positional arguments.  A dict it cannot open (keys that do not sort) is
+    searched value by value; any other structure it cannot open is one leaf.
+    """
+    try:
+        leaves = tf.nest.flatten(value)
+    except Exception:  # e.g. TypeError from a dict whose keys do not sort
+        if isinstance(value, Mapping):
+            return any(_holds_tensor(item) for item in value.values())
+        leaves = [value]
+    return any(isinstance(leaf, _TENSOR_TYPES) for leaf in leaves)
+
+
 class _StrictCustomGradient:
     """The callable :func:`strict_custom_gradient` returns (private).
 
@@ -328,13 +349,13 @@ class _StrictCustomGradient:
 
     def __call__(self, *args, **kwargs):
         f = self._f
-        tensors_by_keyword = [k for k, v in kwargs.items()
-                              if isinstance(v, (tf.Tensor, tf.Variable, np.ndarray))]
+        tensors_by_keyword = [k for k, v in kwargs.items() if _holds_tensor(v)]
         if tensors_by_keyword:
             raise GradientError(
-                f"pass tensor arguments positionally, not as {', '.join(tensors_by_keyword)}=...: "
-                "tf.custom_gradient differentiates positional arguments only and would silently "
-                "fall back to ordinary autodiff")
+                f"pass tensor arguments positionally, not as {', '.join(k + '=...' for k in tensors_by_keyword)} "
+                "(a keyword argument that is a tensor, a variable or an array, or holds one anywhere "
+                "in a list, tuple or dict): tf.custom_gradient differentiates positional arguments only, "
+                "and would silently fall back to ordinary autodiff or give such an input no gradient")
         names = _parameter_names(f, len(args))
 
         def inner(*tensors):
@@ -375,8 +396,10 @@ def strict_custom_gradient(f: Callable) -> Callable:
     :class:`GradientError` naming the input, the expected and the actual
     shape/dtype, in eager mode, under a tape inside ``tf.function`` and with
     ``tf.gradients`` alike, where plain ``tf.custom_gradient`` silently
-    accepts several of them under ``GradientTape``.  Tensors passed by keyword
-    are refused too: ``tf.custom_gradient`` would silently ignore them.
+    accepts several of them under ``GradientTape``.  Tensors, variables and
+    arrays passed by keyword, also inside a list, tuple or dict, are refused
+    with a ``GradientError`` at the call: ``tf.custom_gradient`` would
+    silently ignore them.
 
     Like ``tf.custom_gradient`` it decorates methods too (of a ``tf.Module``
     or a Keras layer): ``self`` is bound, not taken as an input, and the

@@ -254,6 +254,39 @@ def test_tensors_passed_by_keyword_are_refused():
     assert float(scale(tf.constant(1.0), k=4.0)) == 4.0  # plain Python keyword arguments are fine
 
 
+@pytest.mark.parametrize("ks", [
+    [tf.constant(3.0)],
+    (2.0, tf.constant(3.0)),
+    {"scale": tf.constant(3.0)},
+    {"outer": [{"inner": (tf.constant(3.0),)}]},
+    [tf.Variable(3.0)],
+    {"scale": np.float32([3.0])},
+    {1: tf.constant(3.0), "a": 2.0},  # keys that do not sort: tf.nest cannot flatten this dict
+], ids=["list", "tuple", "dict", "nested", "variable", "array", "unsortable-keys"])
+def test_tensors_nested_in_keyword_arguments_are_refused(ks):
+    # A tensor inside a keyword argument is as invisible to tf.custom_gradient as a bare one:
+    # without the refusal it silently gets no gradient (None) or the call falls back to autodiff.
+    @gradlib.strict_custom_gradient
+    def scale_all(x, ks=()):
+        return x * tf.add_n([tf.reduce_sum(tf.cast(k, tf.float32)) for k in tf.nest.flatten(ks)]), \
+            lambda dy: 100.0 * dy
+
+    with pytest.raises(GradientError, match=r"positionally, not as ks=\.\.\. .*holds one anywhere"):
+        scale_all(tf.constant(1.0), ks=ks)
+
+
+def test_python_structures_by_keyword_still_pass():
+    @gradlib.strict_custom_gradient
+    def scale_first(x, ks=(1.0,), options=None):
+        return x * ks[0], lambda dy: 100.0 * dy
+
+    x = tf.constant(1.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = scale_first(x, ks=[4.0, 5.0], options={"mode": "fast", 1: None})
+    assert float(y) == 4.0 and float(tape.gradient(y, x)) == 100.0
+
+
 # -- check_gradient: relative error and language ------------------------------
 
 def test_relative_error_ignores_entries_whose_finite_difference_is_zero():

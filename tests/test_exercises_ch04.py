@@ -235,8 +235,43 @@ def logaddexp(a, b):  # the reference solution
     return y, lambda dy: (dy * tf.sigmoid(a - b), dy * tf.sigmoid(b - a))
 
 
-def logaddexp_reduce(a, b):  # TensorFlow's reduce_logsumexp: a softmax gradient, passes
+def logaddexp_reduce(a, b):  # TensorFlow's reduce_logsumexp: right numbers, but no custom gradient
     return tf.math.reduce_logsumexp(tf.stack([a, b]), axis=0)
+
+
+def logaddexp_where_softplus(a, b):  # right numbers by plain autodiff: softplus has a stable gradient
+    return tf.where(a >= b, a + tf.nn.softplus(b - a), b + tf.nn.softplus(a - b))
+
+
+def logaddexp_double_where(a, b):  # chapter 1's double where: right numbers, no custom gradient
+    d = a - b
+    safe_pos = tf.where(d > 0, -d, tf.zeros_like(d))
+    safe_neg = tf.where(d > 0, tf.zeros_like(d), d)
+    return tf.where(d > 0, a + tf.math.log1p(tf.exp(safe_pos)), b + tf.math.log1p(tf.exp(safe_neg)))
+
+
+@tf.custom_gradient
+def logaddexp_closed_over_y(a, b):  # right first derivatives; the outer tape meets maximum/abs through y
+    y = tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
+    return y, lambda dy: (dy * tf.exp(a - y), dy * tf.exp(b - y))
+
+
+@tf.custom_gradient
+def logaddexp_swapped(a, b):  # wrong: the two gradients in the wrong order
+    y = tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
+    return y, lambda dy: (dy * tf.sigmoid(b - a), dy * tf.sigmoid(a - b))
+
+
+@tf.custom_gradient
+def logaddexp_numpy_forward(a, b):  # right eagerly; the forward pass cannot run inside a tf.function
+    y = tf.constant(np.logaddexp(a.numpy(), b.numpy()))
+    return y, lambda dy: (dy * tf.sigmoid(a - b), dy * tf.sigmoid(b - a))
+
+
+@tf.custom_gradient
+def logaddexp_with_library_value(a, b):  # reduce_logsumexp's value inside a custom gradient: passes
+    y = tf.math.reduce_logsumexp(tf.stack([a, b]), axis=0)
+    return y, lambda dy: (dy * tf.sigmoid(a - b), dy * tf.sigmoid(b - a))
 
 
 def logaddexp_naive(a, b):  # wrong: inf at a = 100
@@ -296,11 +331,62 @@ def logaddexp_without_dy(a, b):  # wrong: ignores the upstream gradient
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("answer", [logaddexp, logaddexp_reduce], ids=["custom", "reduce_logsumexp"])
-def test_ex2_reference_and_library_op_pass(answer, lang):
+@pytest.mark.parametrize("answer", [logaddexp, logaddexp_with_library_value], ids=["reference", "library_value"])
+def test_ex2_custom_gradients_pass(answer, lang):
     feedback = exercises.check("ch04-ex2", answer, lang=lang)
     assert feedback.passed, feedback.message
     assert "100" in feedback.message
+    assert ("also right inside a tf.function" if lang == "en" else "在 tf.function 内部也正确") in feedback.message
+
+
+def test_ex2_reduce_logsumexp_is_right_but_not_a_custom_gradient():
+    # the library op gets every number right; the exercise asks for grad_fn, and says so specifically
+    feedback = exercises.check("ch04-ex2", logaddexp_reduce)
+    assert not feedback.passed
+    assert feedback.message.startswith("tf.math.reduce_logsumexp gets every value and gradient right by plain autodiff")
+    assert "asks for the gradients in a grad_fn" in feedback.message and "@tf.custom_gradient" in feedback.message
+    zh = exercises.check("ch04-ex2", logaddexp_reduce, lang="zh")
+    assert not zh.passed
+    assert zh.message.startswith("tf.math.reduce_logsumexp 靠普通的自动微分就能得到正确的值和梯度")
+    assert "本练习要求在 grad_fn 中给出梯度" in zh.message
+
+
+@pytest.mark.parametrize("answer", [logaddexp_where_softplus, logaddexp_double_where], ids=["softplus", "double_where"])
+def test_ex2_right_numbers_by_plain_autodiff_are_refused(answer):
+    feedback = exercises.check("ch04-ex2", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith("Your function gets every value and gradient right, but by plain autodiff: "
+                                       "it contains no tf.custom_gradient.")
+    assert "asks for the gradients in a grad_fn" in feedback.message
+    zh = exercises.check("ch04-ex2", answer, lang="zh")
+    assert not zh.passed
+    assert zh.message.startswith("你的函数的值和梯度都正确，但用的是普通的自动微分：其中没有 tf.custom_gradient。")
+
+
+def test_ex2_second_derivative_through_the_closed_over_value():
+    # grad_fn = dy * exp(a - y): right first derivatives, but the outer tape differentiates y
+    # through tf.maximum and tf.abs, whose conventions at a = b give 0 instead of 1/4
+    feedback = exercises.check("ch04-ex2", logaddexp_closed_over_y)
+    assert feedback.message.startswith("at a = 0, b = 0 your second derivative is 0; expected 0.25. "
+                                       "Your first derivatives are right")
+    assert "tf.maximum or tf.abs" in feedback.message and "not from y" in feedback.message
+    zh = exercises.check("ch04-ex2", logaddexp_closed_over_y, lang="zh").message
+    assert zh.startswith("在 a = 0，b = 0 处，你的二阶导数为 0，应为 0.25。你的一阶导数是对的")
+    assert "而不要用 y" in zh
+
+
+def test_ex2_swapped_gradients():
+    feedback = exercises.check("ch04-ex2", logaddexp_swapped)
+    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is 0; expected 1. "
+                                       "Your two gradients are swapped")
+    assert "顺序颠倒了" in exercises.check("ch04-ex2", logaddexp_swapped, lang="zh").message
+
+
+def test_ex2_forward_that_cannot_run_in_a_function():
+    feedback = exercises.check("ch04-ex2", logaddexp_numpy_forward)
+    assert feedback.message.startswith("inside a tf.function (the check runs your function there once")
+    assert "no attribute 'numpy'" in feedback.message and ".numpy() fails there" in feedback.message
+    assert "在 tf.function 内部" in exercises.check("ch04-ex2", logaddexp_numpy_forward, lang="zh").message
 
 
 def test_ex2_naive_value_overflows():
@@ -318,7 +404,7 @@ def test_ex2_autodiff_of_the_stable_forward_is_wrong_at_the_tie(answer):
     assert feedback.message.startswith("at a = 0, b = 0 your gradient for a is 1; expected 0.5.")
     assert "uses the convention of each at its kink" in feedback.message
     zh = exercises.check("ch04-ex2", answer, lang="zh").message
-    assert zh.startswith("在 a = 0，b = 0 处，你的梯度（对 a）为 1，应为 0.5。") and "约定" in zh
+    assert zh.startswith("在 a = 0，b = 0 处，你对 a 的梯度为 1，应为 0.5。") and "约定" in zh
 
 
 @pytest.mark.parametrize("answer, at", [(logaddexp_one_minus, "a = 0, b = -30 your gradient for b is 0; "
@@ -499,7 +585,8 @@ def test_ex3_per_column_scaled_up_zero_row_and_keepdims():
     keepdims = exercises.check("ch04-ex3", clip_without_keepdims).message
     assert keepdims.startswith("your code raised InvalidArgumentError: Incompatible shapes: [5,3] vs. [5]. ")
     assert "keepdims=True" in keepdims
-    assert "keepdims=True" in exercises.check("ch04-ex3", clip_without_keepdims, lang="zh").message
+    zh = exercises.check("ch04-ex3", clip_without_keepdims, lang="zh").message
+    assert "keepdims=True" in zh and "这样才能用它们按行去除 dy" in zh
 
 
 def test_ex3_references_are_independent():
