@@ -82,7 +82,7 @@ browser:
 # gradlib's own tests again on TensorFlow 2.19 (the site is tested once).
 test: book browser colab-env
 	$(BIN)/python -m pytest
-	PYTHONPATH=$(CURDIR) $(COLAB)/bin/python -m pytest -p no:cacheprovider -m "not site and not colab"
+	PYTHONPATH=$(CURDIR) $(COLAB)/bin/python -m pytest -p no:cacheprovider -m "not site and not colab and not build"
 
 serve: book
 	$(BIN)/python -m http.server --directory _build/html $(PORT)

@@ -84,6 +84,7 @@ def test_the_checker_finds_what_the_old_chapter_6_typed():
 
 # -- gradlib.glue -----------------------------------------------------------------
 
+@pytest.mark.build
 def test_glue_displays_what_myst_nb_glue_displays(monkeypatch):
     import IPython.display
     from myst_nb.ext import glue as myst_glue
