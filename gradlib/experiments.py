@@ -62,9 +62,11 @@ def quantize_weights(w, kind: str, bits: int = 2, ste: bool = True) -> tf.Tensor
     * ``"float"``: :math:`Q_w(w) = w`.
     * ``"binary"``: :math:`\operatorname{sign}(w) \in \{-1, +1\}`, backward
       :math:`\mathbb{1}\{|w| \le 1\}` (:func:`gradlib.ste_sign` with ``clip=1``).  BinaryConnect
-      and BinaryNet put no mask on the weights' gradient (only on activations');
-      with the latent weights clipped to :math:`[-1, 1]` after each step the
-      mask only matters for weights sitting exactly at :math:`\pm 1`.
+      and BinaryNet put no mask on the weights' gradient (BinaryNet masks only
+      the activations').  With the latent weights clipped to :math:`[-1, 1]`
+      after each step the mask never blocks, since it passes at :math:`|w| = 1`;
+      only a strict :math:`|w| < 1` would act, on the weights sitting at
+      :math:`\pm 1`.
     * ``"kbit"``: DoReFa's k-bit weights
       :math:`2\, q_k\!\left(\frac{\tanh w}{2 \max|\tanh w|} + \frac12\right) - 1`,
       with :math:`q_k` = :func:`gradlib.dorefa_quantize`; values in :math:`[-1, 1]`.

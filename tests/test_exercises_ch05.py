@@ -99,11 +99,14 @@ def test_ex1_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch05-ex1", answer, lang=lang)
     assert feedback.passed, feedback.message
     assert "sign(0) = +1" in feedback.message
+    assert ("clip 取 1、0.5 和 2 时" if lang == "zh" else "clip = 1, 0.5, 2") in feedback.message
 
 
 @pytest.mark.parametrize("answer, name", [
     (binary_sign_gradlib, "gradlib.ste_sign"),
-    (lambda x, clip: gradlib.sign_with_surrogate(x, "clipped", clip=clip), "gradlib.sign_with_surrogate")])
+    (lambda x, clip: gradlib.sign_with_surrogate(x, "clipped", clip=clip), "gradlib.sign_with_surrogate"),
+    (lambda x, clip: gradlib.ste.ste_sign(x, clip=clip), "gradlib.ste.ste_sign"),
+    (lambda x, clip: gradlib.ste.sign_with_surrogate(x, "clipped", clip=clip), "gradlib.ste.sign_with_surrogate")])
 def test_ex1_the_library_op_is_refused_by_name(answer, name):
     feedback = exercises.check("ch05-ex1", answer)
     assert not feedback.passed
@@ -115,6 +118,7 @@ def test_ex1_the_library_op_is_refused_by_name(answer, name):
     # the library functions are themselves again afterwards
     assert gradlib.ste_sign is gradlib.ste.ste_sign
     assert gradlib.sign_with_surrogate is gradlib.ste.sign_with_surrogate
+    assert gradlib.ste.ste_sign.__qualname__ == "ste_sign"  # not the check's wrapper
 
 
 # The three most likely wrong answers of ex1, each with its own message in both languages.
@@ -248,7 +252,7 @@ def test_ex1_reference_matches_gradlib():
 def test_ex2_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch05-ex2", answer, lang=lang)
     assert feedback.passed, feedback.message
-    assert "bits = 2, 3, 8" in feedback.message
+    assert ("bits 取 2、3 和 8 时" if lang == "zh" else "bits = 2, 3, 8") in feedback.message
 
 
 def test_ex2_the_experiment_quantizer_is_refused_by_name():
@@ -354,6 +358,19 @@ def test_ex2_the_wrong_maximum_is_named_with_a_hand_written_rounding_too():
     assert "You divided tanh w by max|w|." in exercises.check("ch05-ex2", max_of_w).message
 
 
+def test_ex2_the_maximum_without_abs_is_named_with_an_unclipped_rounding_too():
+    def max_without_abs(w, bits):  # the plain trick: u is not clipped to [0, 1], and here it leaves it
+        t = tf.tanh(w)
+        u = t / (2 * tf.reduce_max(t)) + 0.5
+        n = 2.0 ** bits - 1
+        return 2 * (u + tf.stop_gradient(tf.round(u * n) / n - u)) - 1
+
+    feedback = exercises.check("ch05-ex2", max_without_abs)
+    assert not feedback.passed
+    assert "You divided by max(tanh w), without the absolute value." in feedback.message, feedback.message
+    assert "你除以的是不带绝对值的 max(tanh w)。" in exercises.check("ch05-ex2", max_without_abs, lang="zh").message
+
+
 def test_ex2_the_largest_weight_is_negative_as_the_no_abs_message_says():
     assert ch05.DOREFA_W.flat[np.argmax(np.abs(ch05.DOREFA_W))] < 0
 
@@ -440,11 +457,35 @@ def test_ex3_the_full_product_rule_is_named():
                    lambda w: mean_abs(w) * binary_sign(w, 1.0)):
         feedback = exercises.check("ch05-ex3", answer)
         assert not feedback.passed
-        assert feedback.message.startswith("at w[0] = 0: your gradient is ")
+        # reported at a nonzero weight: at w = 0 TensorFlow adds no term through E
+        assert feedback.message.startswith("at w[1] = 1: your gradient is ")
         assert "Your gradient has every term of the product rule through E = mean|w|" in feedback.message
         assert "The paper keeps only the terms with i = j" in feedback.message
         zh = exercises.check("ch05-ex3", answer, lang="zh").message
-        assert zh.startswith("在 w[0] = 0 处，你的梯度为 ") and "乘积法则的全部项" in zh and "只保留 i = j 的项" in zh
+        assert zh.startswith("在 w[1] = 1 处，你的梯度为 ") and "乘积法则的全部项" in zh and "只保留 i = j 的项" in zh
+
+
+def test_ex3_the_trick_with_an_unstopped_scale_is_named():
+    def unstopped(w):  # the right surrogate, but E = mean|w| left to autodiff inside it
+        scale = mean_abs(w)
+        n = tf.cast(tf.size(w), w.dtype)
+        surrogate = w / n + scale * tf.clip_by_value(w, -1.0, 1.0)
+        return surrogate + tf.stop_gradient(plus_minus_one(w) * scale - surrogate)
+
+    feedback = exercises.check("ch05-ex3", unstopped)
+    assert not feedback.passed
+    assert feedback.message.startswith("at w[1] = 1: your gradient is ")
+    assert "Your surrogate w/n + E·clip(w, -1, 1) is the right one, but E is not stopped in it" in feedback.message
+    assert "其中的 E 没有停止梯度" in exercises.check("ch05-ex3", unstopped, lang="zh").message
+
+
+@pytest.mark.parametrize("sign", [tf.sign, plus_minus_one])
+def test_ex3_sign_over_n_is_named(sign):
+    answer = xnor_with_backward(lambda dy, v, scale, n: dy * (sign(v) / n + scale * clipped(v)))
+    feedback = exercises.check("ch05-ex3", answer)
+    assert not feedback.passed
+    assert "Your term through the scale is sign(w_i)·ȳ_i/n." in feedback.message, feedback.message
+    assert "这个因子都是 1/n" in exercises.check("ch05-ex3", answer, lang="zh").message
 
 
 def test_ex3_the_missing_term_through_the_scale_is_named():
@@ -484,7 +525,7 @@ def clipped(v):
 @pytest.mark.parametrize("backward, en, zh", [
     (lambda dy, v, scale, n: dy * (1 / n + scale), "at w[3] = 1.5: your gradient is",
      "Your gradient is ȳ (1/n + E) everywhere, also where |w| > 1."),
-    (lambda dy, v, scale, n: dy * (1 / n + clipped(v)), "at w[0] = 0: your gradient is",
+    (lambda dy, v, scale, n: dy * (1 / n + clipped(v)), "at w[1] = 1: your gradient is",
      "the sign's part must be multiplied by the scale α = E"),
     (lambda dy, v, scale, n: dy * (1 / n + scale * tf.cast(tf.abs(v) < 1, v.dtype)), "at w[1] = 1: your gradient is",
      "At w = ±1 the clipped part must still pass: the paper follows BinaryNet's indicator 1{|r| ≤ 1}, "
@@ -501,7 +542,7 @@ def test_ex3_other_backward_mistakes_are_named(backward, en, zh):
 def test_ex3_forgetting_dy_is_named():
     answer = xnor_with_backward(lambda dy, v, scale, n: 1 / n + scale * clipped(v))
     feedback = exercises.check("ch05-ex3", answer)
-    assert feedback.message.startswith("with an upstream gradient of 0.5 at w = 0, your gradient is ")
+    assert feedback.message.startswith("with an upstream gradient of -1 at w = 1, your gradient is ")  # a nonzero w first
     assert feedback.message.endswith("Multiply by the upstream gradient dy.")
     assert "请乘上上游梯度 dy" in exercises.check("ch05-ex3", answer, lang="zh").message
 

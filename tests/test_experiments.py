@@ -30,6 +30,15 @@ def test_binary_weights_are_plus_minus_one_with_a_clipped_gradient():
     np.testing.assert_array_equal(g, dy * (np.abs(W) <= 1))
 
 
+def test_the_binary_weight_mask_never_blocks_inside_the_latent_clip():
+    # as the docstring of quantize_weights says: the mask 1{|w| <= 1} passes at |w| = 1, so on latent
+    # weights clipped to [-1, 1] it never blocks; a strict |w| < 1 would block the weights at +-1
+    inside = np.array([-1.0, -0.999, -0.3, 0.0, 0.5, 1.0], np.float32)
+    _, g, dy = value_and_gradient(lambda w: experiments.quantize_weights(w, "binary"), inside)
+    np.testing.assert_array_equal(g, dy)
+    assert "never blocks" in experiments.quantize_weights.__doc__
+
+
 @pytest.mark.parametrize("bits", [1, 2, 3])
 def test_kbit_weights_are_dorefa_levels(bits):
     y, g, dy = value_and_gradient(lambda w: experiments.quantize_weights(w, "kbit", bits))

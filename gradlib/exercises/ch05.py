@@ -23,19 +23,23 @@ Each check names the wrong answers students write most often, in both
 languages: ex1 a ``tf.sign`` forward (sign(0) = 0), ``x > 0`` instead of
 ``x >= 0``, a strict boundary (|x| < clip) and the unclipped estimator; ex2
 straight through the whole quantizer, the wrong maximum (of |w|, without
-the absolute value, along one axis), q instead of 2q - 1 and 2^k levels;
-ex3 TensorFlow's product rule through E (every term, not the paper's
-diagonal), E stopped with the clipped estimator (no 1/n term), the identity
-of ``xnor_binarize``, the missing clip, the missing scale and a strict
-boundary.  The wrong DoReFa variants are rebuilt from TensorFlow ops
-(:func:`_dorefa_variant`) only to recognise them.
+the absolute value, along one axis; each with and without a clip of u to
+[0, 1]), q instead of 2q - 1 and 2^k levels; ex3 TensorFlow's product rule
+through E (every term, not the paper's diagonal), the stop_gradient trick
+with E left unstopped in the surrogate, E stopped with the clipped estimator
+(no 1/n term), the identity of ``xnor_binarize``, sign(w)/n instead of 1/n,
+the missing clip, the missing scale and a strict boundary.  The wrong DoReFa
+variants are rebuilt from TensorFlow ops (:func:`_dorefa_variant`) only to
+recognise them.  Ex3 reports a wrong gradient at a nonzero weight first:
+at w = 0 TensorFlow's d|w|/dw is 0, which hides the product rule's coupling.
 
 Ex1 and ex2 ask the reader to write what the library already has: while
-such a check runs, :func:`_library_calls` wraps ``gradlib.ste_sign`` and
-``gradlib.sign_with_surrogate`` (ex1), and
+such a check runs, :func:`_library_calls` wraps ``ste_sign`` and
+``sign_with_surrogate`` on both ``gradlib`` and ``gradlib.ste`` (ex1), and
 ``gradlib.experiments.quantize_weights`` (ex2), as attributes of their
-modules, and an answer that calls one of them is told so.  An answer that
-imported the function under another name before the check is not caught.
+modules, and an answer that calls one of them through its module is told
+so.  An answer that imported the function under another name before the
+check (``from gradlib import ste_sign as s``) is not caught.
 """
 
 from __future__ import annotations
@@ -123,7 +127,7 @@ MESSAGES = {
         "en": "correct for clip = {clips} on {n} points including 0 and ±clip: values in {{-1, +1}} with "
               "sign(0) = +1, gradient 1 on [-clip, clip] and 0 outside, for a 2-D input and an upstream "
               "gradient other than 1.",
-        "zh": "在 clip = {clips}、包括 0 与 ±clip 在内的 {n} 个点上都正确：值属于 {{-1, +1}} 且 sign(0) = +1，"
+        "zh": "clip 取 {clips} 时，在包括 0 与 ±clip 在内的 {n} 个点上都正确：值属于 {{-1, +1}} 且 sign(0) = +1，"
               "梯度在 [-clip, clip] 上为 1、其外为 0；对二维输入和不为 1 的上游梯度也成立。",
     },
     # ch05-ex2
@@ -157,7 +161,7 @@ MESSAGES = {
     "dorefa_passed": {
         "en": "correct for bits = {bits} on {n} weights, including w = 0 (u = 1/2) and the largest |w| "
               "(u = 0 or 1), with random upstream gradients{variant}.",
-        "zh": "在 bits = {bits}、{n} 个权重上都正确，包括 w = 0（u = 1/2）和 |w| 最大者（u = 0 或 1），"
+        "zh": "bits 取 {bits} 时，在 {n} 个权重上都正确，包括 w = 0（u = 1/2）和 |w| 最大者（u = 0 或 1），"
               "上游梯度为随机值{variant}。",
     },
     "dorefa_max_w": {
@@ -221,6 +225,21 @@ MESSAGES = {
               "给每个梯度都加上了 (sign(w_j)/n)·Σ_i sign(w_i)·ȳ_i。论文只保留 i = j 的项："
               "ȳ_j (1/n + E·1{{|w_j| ≤ 1}})。请停止 E 的梯度，自己写出反向传播（tf.custom_gradient）。",
     },
+    "xnor_trick_unstopped": {
+        "en": "Your surrogate w/n + E·clip(w, -1, 1) is the right one, but E is not stopped in it: autodiff also "
+              "differentiates E = mean|w| inside the surrogate, which adds (sign(w_j)/n)·Σ_i clip(w_i, -1, 1)·ȳ_i "
+              "to every weight. Use E = tf.stop_gradient(tf.reduce_mean(tf.abs(w))) in the surrogate.",
+        "zh": "你的替代函数 w/n + E·clip(w, -1, 1) 是对的，但其中的 E 没有停止梯度：自动微分还会对替代函数中的 "
+              "E = mean|w| 求导，给每个权重都加上 (sign(w_j)/n)·Σ_i clip(w_i, -1, 1)·ȳ_i。"
+              "请在替代函数中使用 E = tf.stop_gradient(tf.reduce_mean(tf.abs(w)))。",
+    },
+    "xnor_sign_over_n": {
+        "en": "Your term through the scale is sign(w_i)·ȳ_i/n. The product rule on E·sign(w_i) multiplies "
+              "∂E/∂w_i = sign(w_i)/n by the forward's sign(w_i), and sign(w_i)² = 1: the factor is 1/n for every "
+              "weight, whatever its sign.",
+        "zh": "你经过缩放因子的那一项是 sign(w_i)·ȳ_i/n。对 E·sign(w_i) 用乘积法则时，∂E/∂w_i = sign(w_i)/n "
+              "还要乘以前向中的 sign(w_i)，而 sign(w_i)² = 1：无论权重的符号如何，这个因子都是 1/n。",
+    },
     "xnor_no_diagonal": {
         "en": "Your gradient is E·1{{|w| ≤ 1}}·ȳ: E stopped and the clipped estimator, larq's MagnitudeAwareSign. "
               "The paper also keeps the term through the scale, ȳ/n: ȳ (1/n + E·1{{|w| ≤ 1}}).",
@@ -273,6 +292,14 @@ MESSAGES = {
 
 
 # -- shared machinery ----------------------------------------------------------------
+
+def _listing(values, lang: str) -> str:
+    """``1, 0.5, 2`` in English; ``1、0.5 和 2`` in Chinese (d2l-zh style)."""
+    items = [fmt(v) for v in values]
+    if lang != "zh" or len(items) < 2:
+        return ", ".join(items)
+    return "、".join(items[:-1]) + " 和 " + items[-1]
+
 
 def _join(text: str, hint: str, lang: str) -> str:
     """Append a hint: a space after an English sentence, nothing after a Chinese full stop."""
@@ -411,7 +438,8 @@ def binary_sign_reference(x: np.ndarray, clip: float) -> Tuple[np.ndarray, np.nd
     return _sign_pm1(x), (np.abs(x) <= clip).astype(np.float32)
 
 
-EX1_LIBRARY = (("gradlib", "ste_sign"), ("gradlib", "sign_with_surrogate"))
+EX1_LIBRARY = (("gradlib", "ste_sign"), ("gradlib", "sign_with_surrogate"),
+               ("gradlib.ste", "ste_sign"), ("gradlib.ste", "sign_with_surrogate"))
 
 
 @exercise("ch05-ex1", MESSAGES, answer="binary_sign")
@@ -419,7 +447,7 @@ def check_binary_sign(answer, lang):
     with _library_calls(EX1_LIBRARY) as calls:
         _check_binary_sign(answer, lang)
     _refuse_library(calls, lang)
-    return message(MESSAGES, "binary_passed", lang, clips=", ".join(fmt(c) for c in CLIPS), n=SIGN_POINTS.size)
+    return message(MESSAGES, "binary_passed", lang, clips=_listing(CLIPS, lang), n=SIGN_POINTS.size)
 
 
 def _check_binary_sign(answer, lang):
@@ -479,11 +507,14 @@ def dorefa_weights_reference(w: np.ndarray, bits: int, upstream: np.ndarray, *, 
     return value, g_t * (1 - t ** 2), n
 
 
-def _dorefa_variant(w: np.ndarray, bits: int, upstream: np.ndarray, variant: str):
+def _dorefa_variant(w: np.ndarray, bits: int, upstream: np.ndarray, variant: str, clip: bool = True):
     """Value and vector-Jacobian product of a typical *wrong* ``dorefa_weights`` (for feedback only).
 
     Built from TensorFlow ops, not from gradlib: the rounding is straight
-    through by the stop_gradient trick, after a clip of u to [0, 1].
+    through by the stop_gradient trick, after a clip of u to [0, 1] (as
+    ``gradlib.dorefa_quantize`` does) or, with ``clip=False``, without one (as
+    the plain trick ``u + tf.stop_gradient(tf.round(n u)/n - u)`` does; the two
+    differ only where a wrong maximum puts u outside [0, 1]).
     ``variant`` names the mistake: ``"max_w"`` divides by max|w|,
     ``"max_sign"`` by max(tanh w) without the absolute value, ``"axis0"`` and
     ``"axis1"`` take the maximum along one axis, ``"affine"`` returns q_k(u)
@@ -502,7 +533,9 @@ def _dorefa_variant(w: np.ndarray, bits: int, upstream: np.ndarray, variant: str
             scale = tf.reduce_max(tf.abs(t), axis=int(variant[-1]), keepdims=True)
         else:
             scale = tf.reduce_max(tf.abs(t))
-        u = tf.clip_by_value(t / (2 * scale) + 0.5, 0.0, 1.0)
+        u = t / (2 * scale) + 0.5
+        if clip:
+            u = tf.clip_by_value(u, 0.0, 1.0)
         q = u + tf.stop_gradient(tf.round(u * n) / n - u)
         y = q if variant == "affine" else 2 * q - 1
     return y.numpy(), tape.gradient(y, wt, output_gradients=tf.constant(upstream)).numpy()
@@ -515,11 +548,12 @@ DOREFA_MISTAKES = (("max_w", "dorefa_max_w"), ("max_sign", "dorefa_max_sign"), (
 def _dorefa_mistake(y: np.ndarray, g: Optional[np.ndarray], bits: int, lang: str) -> Optional[str]:
     """The message for a typical wrong answer whose value (and gradient, when given) it reproduces."""
     for variant, key in DOREFA_MISTAKES:
-        value, grad = _dorefa_variant(DOREFA_W, bits, DOREFA_UPSTREAM, variant)
-        if not np.allclose(y, value, atol=1e-5, rtol=1e-4):
-            continue
-        if g is None or np.allclose(g, grad, atol=1e-4, rtol=1e-4):
-            return message(MESSAGES, key, lang)
+        for clip in (True, False):
+            value, grad = _dorefa_variant(DOREFA_W, bits, DOREFA_UPSTREAM, variant, clip=clip)
+            if not np.allclose(y, value, atol=1e-5, rtol=1e-4):
+                continue
+            if g is None or np.allclose(g, grad, atol=1e-4, rtol=1e-4):
+                return message(MESSAGES, key, lang)
     return None
 
 
@@ -536,7 +570,7 @@ def check_dorefa_weights(answer, lang):
         variants = _check_dorefa_weights(answer, lang)
     _refuse_library(calls, lang, "dorefa_allowed")
     variant = message(MESSAGES, "stopped_max", lang) if variants == {"stopped"} else ""
-    return message(MESSAGES, "dorefa_passed", lang, bits=", ".join(str(b) for b in BITS), n=DOREFA_W.size,
+    return message(MESSAGES, "dorefa_passed", lang, bits=_listing(BITS, lang), n=DOREFA_W.size,
                    variant=variant)
 
 
@@ -628,6 +662,11 @@ def _xnor_wrong_gradients(w: np.ndarray, upstream: np.ndarray):
     for outer in (np.sign(w).astype(np.float64), s):  # TensorFlow's d|w|/dw is 0 at 0; by hand, +1
         yield "xnor_product_rule", scale * inside * ybar + outer * coupling
         yield "xnor_product_rule", scale * ybar + outer * coupling  # and the unclipped estimator
+    clipped = np.clip(w.astype(np.float64), -1.0, 1.0)
+    # the stop_gradient trick with the right surrogate w/n + E clip(w, -1, 1), but E not stopped in it
+    yield "xnor_trick_unstopped", ybar * (1.0 / n + scale * inside) + np.sign(w) * np.sum(clipped * ybar) / n
+    for outer in (np.sign(w).astype(np.float64), s):  # tf.sign(w)/n or the forward's sign/n, instead of 1/n
+        yield "xnor_sign_over_n", ybar * (outer / n + scale * inside)
     yield "xnor_no_diagonal", scale * inside * ybar
     yield "xnor_plain", scale * ybar
     yield "xnor_identity", ybar
@@ -666,10 +705,12 @@ def check_xnor_paper(answer, lang):
         y, g = _value_and_vjp(answer, w, ybar, lang=lang, prefix=where)
         _xnor_values(y, w, where, lang)
         _, expected = xnor_paper_reference(w, ybar)
-        i = _first_bad(g, expected, atol=1e-4)
-        if i is None:
-            continue
         flat_w = np.ravel(w)
+        bad = np.flatnonzero(~np.isclose(np.ravel(g), np.ravel(expected), atol=1e-4, rtol=1e-4))
+        if bad.size == 0:
+            continue
+        # a nonzero weight first: at w = 0 TensorFlow's d|w|/dw is 0, which hides the coupling through E
+        i = int(next((k for k in bad if flat_w[k] != 0), bad[0]))
         if not np.any(g):
             raise Mismatch(message(MESSAGES, "no_gradient", lang, prefix=where,
                                    kind=message(MESSAGES, "zero_word", lang)))
@@ -685,8 +726,7 @@ def check_xnor_paper(answer, lang):
                        expected=fmt(np.ravel(expected)[i]))
         hint = next((message(MESSAGES, key, lang) for key, wrong in _xnor_wrong_gradients(w, ybar)
                      if close(g, wrong)), None)
-        if hint is None and np.all(np.abs(np.ravel(w)[np.flatnonzero(~np.isclose(g, expected, atol=1e-4,
-                                                                                   rtol=1e-4))]) == 1):
+        if hint is None and np.all(np.abs(flat_w[bad]) == 1):
             hint = message(MESSAGES, "xnor_strict", lang)  # wrong exactly at w = ±1: a strict |w| < 1
         if hint is None:
             hint = message(MESSAGES, "xnor_gradient", lang, n=w.size, E=fmt(np.mean(np.abs(w), dtype=np.float32)))
