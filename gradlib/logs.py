@@ -26,6 +26,14 @@ def captured_tf_warnings() -> Iterator[List[str]]:
 
     Inside the block nothing reaches stderr; the list holds each message, so
     a notebook can print the warning a reader would otherwise see in red.
+
+    Only what TensorFlow actually logs is captured, and some of its warnings
+    are rate-limited with ``logging.log_first_n``: ``GradientTape.watch``
+    logs "The dtype of the watched tensor must be floating" only the first
+    five times in a process (``tensorflow/python/eager/backprop.py``,
+    TensorFlow 2.21).  A warning TensorFlow has already logged that often is
+    never captured: the list stays empty, so re-running a cell can give
+    ``[]`` where its first run gave the message.
     """
     messages: List[str] = []
     logger = tf.get_logger()

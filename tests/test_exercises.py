@@ -281,6 +281,10 @@ def projection_before_the_step(loss_fn, w, steps, learning_rate=0.1):
     return w
 
 
+def onto_the_box(loss_fn, w, steps):  # tf.clip_by_value: each coordinate clipped to [-1, 1]
+    return train_loop(loss_fn, w, steps, project=in_place(lambda w: tf.clip_by_value(w, -UNIT_BALL, UNIT_BALL)))
+
+
 def onto_the_sphere(loss_fn, w, steps):
     return train_loop(loss_fn, w, steps, project=in_place(lambda w: w / tf.norm(w)))
 
@@ -380,13 +384,61 @@ def test_ch01_ex3_a_new_variable_each_step_is_named():
     assert "新建的 tf.Variable" in exercises.check("ch01-ex3", new_variable_each_step, lang="zh").message
 
 
-@pytest.mark.parametrize("answer", [without_projection, projection_before_the_step])
-def test_ch01_ex3_a_missing_or_early_projection_is_named(answer):
-    feedback = exercises.check("ch01-ex3", answer)
+def test_ch01_ex3_keras_message_is_cut_at_a_sentence_not_mid_word():
+    # Keras's "Unknown variable" message is longer than describe's limit: it ends at a sentence, then "…"
+    feedback = exercises.check("ch01-ex3", new_variable_each_step)
+    assert "it was originally built with. … Your loop passed loss_fn a new tf.Variable" in feedback.message
+    assert "When wo" not in feedback.message
+    zh = exercises.check("ch01-ex3", new_variable_each_step, lang="zh").message
+    assert "it was originally built with. …。第一步之后" in zh and "When wo" not in zh
+
+
+def test_ch01_ex3_no_projection_is_named():
+    feedback = exercises.check("ch01-ex3", without_projection)
     assert not feedback.passed
-    assert "it left the unit ball. Project after every optimizer step" in feedback.message
-    assert "expected w is [0.8944, 0.4472]" in feedback.message
-    assert "它离开了单位球" in exercises.check("ch01-ex3", answer, lang="zh").message
+    assert feedback.message == (
+        "loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [1.1808, 0.5904], of norm 1.32017: where "
+        "plain gradient descent ends, with no projection at all; the expected w is [0.8944, 0.4472]. Project after "
+        "every optimizer step: w.assign(tf.clip_by_norm(w, 1.0)) after apply_gradients.")
+    assert "before" not in feedback.message
+    assert "这是完全不投影的普通梯度下降的结果" in exercises.check("ch01-ex3", without_projection, lang="zh").message
+
+
+def test_ch01_ex3_a_projection_before_the_step_is_named():
+    feedback = exercises.check("ch01-ex3", projection_before_the_step)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
+                                       "[1.1155, 0.5578], of norm 1.24721: where the loop ends when it projects "
+                                       "before each optimizer step instead of after it; the expected w is "
+                                       "[0.8944, 0.4472].")
+    zh = exercises.check("ch01-ex3", projection_before_the_step, lang="zh")
+    assert "这是在每次优化器更新之前而不是之后投影得到的结果" in zh.message
+
+
+def test_ch01_ex3_a_projection_onto_the_box_is_named():
+    # tf.clip_by_value after every step: projected after the step, but onto [-1, 1]^2, not the ball
+    feedback = exercises.check("ch01-ex3", onto_the_box)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
+                                       "[1.    , 0.5904]: where the loop ends when each step is followed by "
+                                       "tf.clip_by_value(w, -1, 1); expected [0.8944, 0.4472].")
+    assert "onto the box [-1, 1]^2, not onto the unit ball. Use tf.clip_by_norm(w, 1.0)" in feedback.message
+    assert "before the step" not in feedback.message and "not before" not in feedback.message
+    zh = exercises.check("ch01-ex3", onto_the_box, lang="zh")
+    assert "投影到的是方形区域 [-1, 1]^2，而不是单位球" in zh.message
+
+
+def test_ch01_ex3_another_escape_from_the_ball_gets_the_generic_projection_message():
+    # leaves the ball, but matches none of the named wrong loops: no diagnosis is claimed
+    def scaled_up(loss_fn, w, steps):
+        return w.assign(3 * train(loss_fn, w, steps))
+    feedback = exercises.check("ch01-ex3", scaled_up)
+    assert not feedback.passed
+    assert feedback.message == ("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [2.6833, 1.3416], "
+                                "of norm 3: it left the unit ball. Project after every optimizer step "
+                                "(tf.clip_by_norm(w, 1.0) after apply_gradients); the expected w is "
+                                "[0.8944, 0.4472].")
+    assert "它离开了单位球" in exercises.check("ch01-ex3", scaled_up, lang="zh").message
 
 
 def test_ch01_ex3_a_projection_onto_the_sphere_is_named():
@@ -425,3 +477,22 @@ def test_ch01_ex3_reference_is_projected_gradient_descent():
                                [0.7265, 0.6872], atol=1e-4)
     np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 4.0), (0.9, -0.4), 4, every_step=False),
                                [0.8408, 0.5414], atol=1e-4)
+    # the wrong loops, by hand: w <- 0.8 w + 0.2 t from 0 towards t = (2, 1), so w_k = (1 - 0.8**k) t
+    plain = (1 - 0.8 ** 4) * np.array([2.0, 1.0])  # [1.1808, 0.5904]
+    np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 4, projection="none"),
+                               plain)
+    np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 4, projection="box"),
+                               [1.0, plain[1]])  # only the first coordinate ever leaves [-1, 1]
+    # before the step: w_3 = (1 - 0.8**3) t has norm 1.09 > 1, is projected to t/sqrt(5), then one more step
+    np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 4, before_step=True),
+                               0.8 * np.array([2.0, 1.0]) / np.sqrt(5.0) + 0.2 * np.array([2.0, 1.0]))
+
+
+def test_describe_cuts_a_long_message_at_a_sentence_end_or_a_space():
+    from gradlib.exercises._core import describe
+
+    assert describe(ValueError("short message.")) == "short message."
+    assert describe(ValueError("A" * 120 + ". " + "b" * 150)) == "A" * 120 + ". …"
+    words = describe(ValueError("word " * 60))
+    assert words.endswith(" word…") and len(words) <= 201
+    assert describe(ValueError("x" * 300)) == "x" * 200 + "…"  # no space to cut at

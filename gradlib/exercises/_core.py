@@ -130,11 +130,13 @@ NO_MESSAGE = {"en": "(no message)", "zh": "（无信息）"}
 
 
 def describe(err: BaseException, lang: str = "en") -> str:
-    """The first line of an exception's message, at most 200 characters.
+    """The first line of an exception's message, at most about 200 characters.
 
-    ``str(err)`` runs the reader's code when the exception is the reader's
-    own class; an empty message, or a ``__str__`` that raises, gives "(no
-    message)" ("（无信息）" with ``lang="zh"``).
+    A longer line is cut at its last sentence end in the limit ("... built
+    with. …"), or else at its last space ("... when it was…"), and ends in
+    "…"; only a line without a space in its second half is cut mid-word.  ``str(err)`` runs the reader's code when the
+    exception is the reader's own class; an empty message, or a ``__str__``
+    that raises, gives "(no message)" ("（无信息）" with ``lang="zh"``).
     """
     try:
         text = str(err).strip()
@@ -145,7 +147,23 @@ def describe(err: BaseException, lang: str = "en") -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and lines[0] == "in user code:":  # an error inside a tf.function: the cause comes last
         lines = lines[-1:]
-    return lines[0][:200] if lines else NO_MESSAGE.get(lang, NO_MESSAGE["en"])
+    return _shorten(lines[0]) if lines else NO_MESSAGE.get(lang, NO_MESSAGE["en"])
+
+
+DESCRIBE_LIMIT = 200
+
+
+def _shorten(line: str, limit: int = DESCRIBE_LIMIT) -> str:
+    """``line`` cut to at most ``limit`` characters (plus " …") at a sentence end or a space."""
+    if len(line) <= limit:
+        return line
+    head = line[:limit + 1]  # a sentence may end exactly at the limit: ". " then starts at index limit - 1
+    stop = head.rfind(". ")
+    if stop >= limit // 2:
+        return head[:stop + 1] + " …"
+    space = head.rfind(" ", 0, limit + 1)
+    cut = head[:space] if space >= limit // 2 else line[:limit]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def raised(err: BaseException, lang: str, where: str = "") -> "Mismatch":

@@ -16,9 +16,12 @@
   (``assign_rebound``: ``w = w.assign(...)``) and from a new variable each
   step (``new_variable``); the result is compared with projected gradient
   descent in NumPy (``not_projected``, ``sphere``, ``not_in_place``), and
-  with plain descent projected once after the loop (``project_once``; the
-  last case is one where the constraint binds and the path bends, so that
-  the two differ).
+  with the likeliest wrong loops, each computed in NumPy too: plain descent
+  projected once after the loop (``project_once``; the last case is one
+  where the constraint binds and the path bends, so that the two differ),
+  each step followed by ``tf.clip_by_value(w, -1, 1)``, the box instead of
+  the ball (``box``), the projection before each step instead of after it
+  (``before_step``), and no projection at all (``no_projection``).
 
 Every reference below is a closed form in NumPy, independent of the chapter's
 solutions.
@@ -119,9 +122,32 @@ MESSAGES = {
     },
     "not_projected": {
         "en": "your w is {got}, of norm {norm}: it left the unit ball. Project after every optimizer step "
-              "(tf.clip_by_norm(w, 1.0) after apply_gradients), not before the step; the expected w is {expected}.",
+              "(tf.clip_by_norm(w, 1.0) after apply_gradients); the expected w is {expected}.",
         "zh": "你的 w 为 {got}，范数为 {norm}：它离开了单位球。请在每次优化器更新之后投影（在 apply_gradients 之后调用 "
-              "tf.clip_by_norm(w, 1.0)），而不是在更新之前；w 应为 {expected}。",
+              "tf.clip_by_norm(w, 1.0)）；w 应为 {expected}。",
+    },
+    "no_projection": {
+        "en": "your w is {got}, of norm {norm}: where plain gradient descent ends, with no projection at all; the "
+              "expected w is {expected}. Project after every optimizer step: w.assign(tf.clip_by_norm(w, 1.0)) after "
+              "apply_gradients.",
+        "zh": "你的 w 为 {got}，范数为 {norm}：这是完全不投影的普通梯度下降的结果；w 应为 {expected}。请在每次优化器更新之后"
+              "投影：在 apply_gradients 之后调用 w.assign(tf.clip_by_norm(w, 1.0))。",
+    },
+    "before_step": {
+        "en": "your w is {got}, of norm {norm}: where the loop ends when it projects before each optimizer step "
+              "instead of after it; the expected w is {expected}. The last step then leaves w outside the ball: "
+              "project after apply_gradients, not before.",
+        "zh": "你的 w 为 {got}，范数为 {norm}：这是在每次优化器更新之前而不是之后投影得到的结果；w 应为 {expected}。"
+              "这样最后一步会把 w 留在球外：请在 apply_gradients 之后投影，而不是之前。",
+    },
+    "box": {
+        "en": "your w is {got}: where the loop ends when each step is followed by tf.clip_by_value(w, -1, 1); "
+              "expected {expected}. clip_by_value clips each coordinate on its own: that projects onto the box "
+              "[-1, 1]^2, not onto the unit ball. Use tf.clip_by_norm(w, 1.0), which shrinks the whole vector when "
+              "its norm exceeds 1.",
+        "zh": "你的 w 为 {got}：这是每一步之后调用 tf.clip_by_value(w, -1, 1) 得到的结果；w 应为 {expected}。"
+              "clip_by_value 逐个坐标地截断，投影到的是方形区域 [-1, 1]^2，而不是单位球。请用 tf.clip_by_norm(w, 1.0)："
+              "范数超过 1 时，它把整个向量按比例缩小。",
     },
     "project_once": {
         "en": "your w is {got}: where plain gradient descent ends when it is projected only once, after the loop; "
@@ -168,6 +194,8 @@ def _raised_text(err: BaseException, lang: str, where: str) -> str:
 def _sentence(text: str, lang: str) -> str:
     """``text`` closed as a sentence, ready for the next one ("... '_unique_id'. " / "……'_unique_id'。")."""
     text = text.rstrip()
+    if text.endswith("…") and lang != "zh":  # an error message cut short (describe): no "." after "…"
+        return text + " "
     if lang == "zh":
         return text if text.endswith("。") else text.rstrip(".") + "。"
     return (text if text.endswith(".") else text + ".") + " "
@@ -252,18 +280,35 @@ def _project(w: np.ndarray) -> np.ndarray:
     return w / max(np.linalg.norm(w), 1.0)
 
 
-def _projected_descent(target, scale, w0, steps, *, every_step=True) -> np.ndarray:
+PROJECTIONS = {
+    "ball": _project,                       # tf.clip_by_norm(w, 1.0): the reference
+    "box": lambda w: np.clip(w, -1.0, 1.0),  # tf.clip_by_value(w, -1, 1): a likely wrong answer
+    "none": lambda w: w,                     # no projection at all
+}
+
+
+def _projected_descent(target, scale, w0, steps, *, every_step=True, projection="ball",
+                       before_step=False) -> np.ndarray:
     """The reference: w <- w - lr * 2 s (w - t), then w <- w / max(||w||, 1), in float64.
 
-    ``every_step=False`` gives the likeliest wrong answer instead: plain descent,
-    projected once after the loop.
+    The options give the likeliest wrong answers instead: ``every_step=False``
+    plain descent projected once after the loop, ``projection="box"`` each step
+    followed by the clip to [-1, 1] per coordinate, ``projection="none"`` no
+    projection, ``before_step=True`` the projection before each step.
     """
     t, s, w = (np.asarray(v, np.float64) for v in (target, scale, w0))
+    project = PROJECTIONS[projection]
     for _ in range(steps):
+        if every_step and before_step:
+            w = project(w)
         w = w - LEARNING_RATE * 2 * s * (w - t)
-        if every_step:
-            w = _project(w)
-    return w if every_step else _project(w)
+        if every_step and not before_step:
+            w = project(w)
+    return w if every_step else project(w)
+
+
+def _close_to(a, b) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
 
 class _RecordingLoss:
@@ -327,10 +372,13 @@ def check_train(answer, lang):
             if np.allclose(held, expected, rtol=1e-4, atol=1e-5):
                 continue
             raise Mismatch(where + _text("not_in_place", lang, got=fmt(got), held=fmt(held)))
-        once = _projected_descent(target, scale, w0, steps, every_step=False)
-        if not np.allclose(once, expected, rtol=1e-4, atol=1e-5) and np.allclose(got, once, rtol=1e-4, atol=1e-5):
-            raise Mismatch(where + _text("project_once", lang, got=fmt(got), expected=fmt(expected)))
         norm, expected_norm = float(np.linalg.norm(got)), float(np.linalg.norm(expected))
+        values = dict(got=fmt(got), expected=fmt(expected), norm=fmt(norm))
+        for key, options in (("project_once", dict(every_step=False)), ("box", dict(projection="box")),
+                             ("before_step", dict(before_step=True)), ("no_projection", dict(projection="none"))):
+            wrong = _projected_descent(target, scale, w0, steps, **options)
+            if not _close_to(wrong, expected) and _close_to(got, wrong):
+                raise Mismatch(where + _text(key, lang, **values))
         if norm > 1 + 1e-4:
             raise Mismatch(where + _text("not_projected", lang, got=fmt(got), norm=fmt(norm),
                                          expected=fmt(expected)))
