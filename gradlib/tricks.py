@@ -64,20 +64,30 @@ def straight_through(
             means the identity (the straight-through estimator).
 
     Raises:
-        TypeError: if ``forward``/``backward`` are not callable, or ``x`` is
+        TypeError: if ``forward``/``backward`` are not callable; if ``x`` is
             not floating (integer tensors get no gradient; complex ones are
-            not supported here).
+            not supported here); if ``f(x)`` or ``g(x)`` is ``None`` or not
+            convertible to a tensor, or their dtypes differ (``g(x)`` must
+            be floating).
         ValueError: if ``f(x)`` and ``g(x)`` have different static shapes.
     """
     callable_arg(forward, "forward")
     if backward is not None:
         callable_arg(backward, "backward")
+    what_g = "x" if backward is None else "backward(x)"
 
     def op(x):
-        x = float_tensor(x, "x")
-        surrogate = tf.convert_to_tensor(x if backward is None else backward(x))
-        value = tf.convert_to_tensor(forward(x))
-        same_shape(value, surrogate, "forward(x)", "backward(x)" if backward else "x")
+        x = _real_float(x)
+        surrogate = _result(x if backward is None else backward(x), what_g)
+        value = _result(forward(x), "forward(x)")
+        if not surrogate.dtype.is_floating:
+            raise TypeError(f"{what_g} has dtype {surrogate.dtype.name}; it must be floating, since its "
+                            f"gradient is the op's gradient")
+        if value.dtype != surrogate.dtype:
+            raise TypeError(f"forward(x) has dtype {value.dtype.name} but {what_g} has dtype "
+                            f"{surrogate.dtype.name}; they must match: cast one, e.g. "
+                            f"tf.cast(forward(x), tf.{surrogate.dtype.name})")
+        same_shape(value, surrogate, "forward(x)", what_g)
         # f(x) - 0 with a zero that carries g's gradient: exact, signed zeros included.
         return tf.stop_gradient(value) - (tf.stop_gradient(surrogate) - surrogate)
 
@@ -86,3 +96,28 @@ def straight_through(
     op.__name__ = f"straight_through_{f_name}_{g_name}".replace("<", "").replace(">", "")
     op.__doc__ = f"Forward {f_name}(x), gradient of {g_name}(x)."
     return op
+
+
+def _real_float(x) -> tf.Tensor:
+    """``x`` as a floating tensor; a complex ``x`` is refused with its own reason."""
+    try:
+        return float_tensor(x, "x")
+    except TypeError:
+        try:
+            dtype = tf.as_dtype(getattr(x, "dtype", None) or tf.convert_to_tensor(x).dtype)
+        except (TypeError, ValueError):  # not convertible at all: float_tensor's message stands
+            dtype = None
+        if dtype is not None and dtype.is_complex:
+            raise TypeError(f"`x` has dtype {dtype.name}, which straight_through does not support: it needs a "
+                            f"real floating dtype (float16/bfloat16/float32/float64)") from None
+        raise
+
+
+def _result(result, what: str) -> tf.Tensor:
+    """What ``forward`` or ``backward`` returned, as a tensor; None or a non-tensor raises a TypeError naming it."""
+    if result is None:
+        raise TypeError(f"{what} returned None; it must return a tensor of x's shape")
+    try:
+        return tf.convert_to_tensor(result)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} returned {type(result).__name__}, which is not a tensor: {err}") from None

@@ -44,8 +44,8 @@ def reversal_layer_on(x):
 
 
 @covers(gradlib.straight_through)
-def straight_through_op_on(forward, x):
-    return gradlib.straight_through(forward)(x)
+def straight_through_op_on(forward, x, backward=None):
+    return gradlib.straight_through(forward, backward)(x)
 
 
 @covers(gradlib.strict_custom_gradient)
@@ -130,6 +130,20 @@ CASES = {
                                              r"`x` has dtype int32"),
     "straight_through: f(x) of another shape": (straight_through_op_on, (tf.reduce_sum, X), {}, ValueError,
                                                 r"forward\(x\) has shape \[\]"),
+    "straight_through: op on complex tensor": (straight_through_op_on, (tf.round, tf.constant([0.3 + 1j])), {},
+                                               TypeError, r"`x` has dtype complex128, which straight_through does "
+                                                          r"not support"),
+    "straight_through: f(x) of an integer dtype": (straight_through_op_on,
+                                                   (lambda v: tf.cast(v > 0, tf.int32), X), {}, TypeError,
+                                                   r"forward\(x\) has dtype int32 but x has dtype float32"),
+    "straight_through: f(x) and g(x) of different dtypes": (straight_through_op_on,
+                                                            (tf.round, X, lambda v: tf.cast(v, tf.float16)), {},
+                                                            TypeError, r"forward\(x\) has dtype float32 but "
+                                                                       r"backward\(x\) has dtype float16"),
+    "straight_through: g(x) is None": (straight_through_op_on, (tf.round, X, lambda v: None), {}, TypeError,
+                                       r"backward\(x\) returned None"),
+    "straight_through: f(x) is not a tensor": (straight_through_op_on, (lambda v: object(), X), {}, TypeError,
+                                           r"forward\(x\) returned object, which is not a tensor"),
     # -- checking gradients
     "check_gradient: fn=None": (gradlib.check_gradient, (None, [1.0]), {}, TypeError, r"`fn` must be callable"),
     "check_gradient: x holds strings": (gradlib.check_gradient, (tf.sin, ["a"]), {}, TypeError,

@@ -2,7 +2,9 @@
 
 Each check must accept the reference solution (and reasonable variants),
 reject the typical wrong answers with a specific message in both languages,
-and turn hostile answers into feedback, never an exception.
+and turn hostile answers into feedback, never an exception.  ch02-ex3 is
+answered in writing; its reference solution, read from both chapter sources,
+is compared with NumPy's sign bit here.
 """
 
 import numpy as np
@@ -10,8 +12,10 @@ import pytest
 import tensorflow as tf
 
 import gradlib
+from chapter_solutions import code_cells, solution_parts
 from gradlib import exercises
 from gradlib.exercises import ch02
+from tools.notebooks import ROOT
 
 
 # -- reference solutions (as in the chapter) and variants -------------------------
@@ -53,10 +57,23 @@ def scale_gradient_muzero(x, s):  # the form of MuZero's pseudocode: rounds too
     return x * s + tf.stop_gradient(x) * (1 - s)
 
 
-def td_loss(w, phi, phi_next, reward, gamma):
+def td_loss(w, phi, phi_next, reward, done, gamma):  # the chapter's solution
     v = tf.linalg.matvec(phi, w)
-    target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    v_next = tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    target = reward + gamma * tf.where(done > 0, 0.0, v_next)
     return tf.reduce_mean(0.5 * (v - target) ** 2)
+
+
+def td_loss_multiply_no_nan(w, phi, phi_next, reward, done, gamma):  # a product that ignores 0 * NaN
+    v_next = tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    target = reward + gamma * tf.math.multiply_no_nan(v_next, 1 - done)
+    return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+def td_loss_clean_features(w, phi, phi_next, reward, done, gamma):  # the terminal rows replaced first
+    live = tf.where(done[:, None] > 0, 0.0, phi_next)
+    target = tf.stop_gradient(reward + gamma * (1 - done) * tf.linalg.matvec(live, w))
+    return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
 
 
 # -- ch02-ex1 ---------------------------------------------------------------------
@@ -107,6 +124,43 @@ def test_ex1_tanh_surrogate_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("your gradient is 1 - tanh(x)^2 (at x = 0.5: 0.786448; expected 1)")
     assert "你用的替代函数是 tanh" in exercises.check("ch02-ex1", answer, lang="zh").message
+
+
+def test_ex1_multiplicative_variant_is_named():
+    def multiplicative(x):  # the chapter's multiplicative variant: 0/0 at x = 0
+        t = tf.clip_by_value(x, -1.0, 1.0)
+        return tf.stop_gradient(tf.sign(x) / t) * t
+
+    feedback = exercises.check("ch02-ex1", multiplicative)
+    assert not feedback.passed
+    assert feedback.message == ("your value is NaN at x = 0: that is the multiplicative variant "
+                                "tf.stop_gradient(f(x) / g(x)) * g(x), which divides by g(0) = 0 (and whose gradient "
+                                "is (f/g)·g', not g'). Use the additive trick, as in "
+                                "g(x) + tf.stop_gradient(tf.sign(x) - g(x)).")
+    zh = exercises.check("ch02-ex1", multiplicative, lang="zh").message
+    assert zh.startswith("你的前向值在 x = 0 处为 NaN：这是乘法变体") and "请使用加法形式的技巧" in zh
+
+
+def test_ex1_other_nan_values_get_the_generic_message():
+    def nan_at_two(x):  # NaN away from 0: not the multiplicative variant
+        t = tf.clip_by_value(x, -1.0, 1.0)
+        return t + tf.stop_gradient(tf.sign(x) - t) + tf.where(tf.abs(x) > 2, np.nan, 0.0)
+
+    assert exercises.check("ch02-ex1", nan_at_two).message == "your value contains NaN or inf."
+
+
+def test_ex1_hard_sigmoid_surrogate_is_named():
+    def hard_sigmoid_surrogate(x):  # the slope of hard_sigmoid is 1/2 on [-1, 1]
+        t = tf.clip_by_value(0.5 * x + 0.5, 0.0, 1.0)
+        return t + tf.stop_gradient(tf.sign(x) - t)
+
+    feedback = exercises.check("ch02-ex1", hard_sigmoid_surrogate)
+    assert not feedback.passed
+    assert feedback.message == ("your gradient is 0.5 on [-1, 1] (at x = 0: 0.5; expected 1): that is the slope of "
+                                "hard_sigmoid(x) = clip((x + 1) / 2, 0, 1). Use g(x) = clip(x, -1, 1), or "
+                                "2 * hard_sigmoid(x) - 1, whose slope is 1 there.")
+    zh = exercises.check("ch02-ex1", hard_sigmoid_surrogate, lang="zh").message
+    assert zh.startswith("你的梯度在 [-1, 1] 上为 0.5") and "2 * hard_sigmoid(x) - 1" in zh
 
 
 def test_ex1_strict_boundary_is_named():
@@ -246,8 +300,9 @@ def test_ex2_stopping_x_itself_is_named():
     feedback = exercises.check("ch02-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, the gradient is None")
-    assert "s * tf.stop_gradient(x) stops x on every path" in feedback.message
-    assert "会阻断 x 的每一条路径" in exercises.check("ch02-ex2", answer, lang="zh").message
+    assert "(for example, s * tf.stop_gradient(x) stops x on every path)" in feedback.message
+    assert "（例如 s * tf.stop_gradient(x) 会阻断 x 的每一条路径）" in exercises.check("ch02-ex2", answer,
+                                                                                    lang="zh").message
 
 
 def test_ex2_stopped_x_plus_scaled_x_is_named():
@@ -299,38 +354,154 @@ def test_ex2_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
     assert "upstream gradient of 4" in feedback.message and "expected 2" in feedback.message
 
 
-# -- ch02-ex4 ---------------------------------------------------------------------
+# -- ch02-ex3 (answered in writing): the reference solution against NumPy's sign bit --------
+
+SIGN_POINTS = np.array([-0.0, 0.0, 1e-45, -1e-45, 1e-40, -1e-40, -np.finfo(np.float32).tiny, 1e-8, -1e-8,
+                        0.3, -0.3, 1.0, -1.0, 1.5, -2.5, 3e38, -3e38], np.float32)
+
+
+def ex3_solution(lang):
+    """``binary_tanh`` as defined in the solution of ch02-ex3 in a chapter source."""
+    text = (ROOT / "chapters" / lang / "02_stop_gradient.md").read_text(encoding="utf-8")
+    solution, _ = solution_parts(text)
+    cell = next(c for c in code_cells("\n".join(solution) + "\n") if c.startswith("def binary_tanh"))
+    scope = {"tf": tf, "np": np}
+    exec(compile(cell.split("\n\n")[0], f"{lang}:ch02-ex3", "exec"), scope)  # the definition only
+    return scope["binary_tanh"]
+
+
+def binary_tanh_x_ge_0(x):  # the solution before the second review: x >= 0 treats subnormals as 0
+    surrogate = 2 * tf.clip_by_value(0.5 * x + 0.5, 0.0, 1.0) - 1
+    return tf.stop_gradient(tf.where(x >= 0, 1.0, -1.0)) - (tf.stop_gradient(surrogate) - surrogate)
+
+
+def wrong_signs(binary_tanh):
+    """The points where ``binary_tanh`` breaks the spec of ch02-ex3 (value or gradient)."""
+    x = tf.constant(SIGN_POINTS)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = binary_tanh(x)
+    value, gradient = y.numpy(), tape.gradient(y, x).numpy()
+    expected = np.where(np.signbit(SIGN_POINTS) & (SIGN_POINTS != 0), -1.0, 1.0)
+    slope = (np.abs(SIGN_POINTS) <= 1).astype(np.float32)
+    return [float(p) for p, v, g, e, s in zip(SIGN_POINTS, value, gradient, expected, slope) if v != e or g != s]
+
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_ex4_reference_passes(lang):
-    feedback = exercises.check("ch02-ex4", td_loss, lang=lang)
+def test_ex3_solution_is_minus_one_for_every_negative_number(lang):
+    assert wrong_signs(ex3_solution(lang)) == []
+
+
+def test_ex3_comparison_with_zero_misses_negative_subnormals():
+    # the test can fail: x >= 0 is true for negative subnormals in TensorFlow's CPU kernels
+    assert wrong_signs(binary_tanh_x_ge_0) == [np.float32(-1e-45), np.float32(-1e-40)]
+
+
+# -- ch02-ex4 ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", [td_loss, td_loss_multiply_no_nan, td_loss_clean_features])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ex4_correct_answers_pass(answer, lang):
+    feedback = exercises.check("ch02-ex4", answer, lang=lang)
     assert feedback.passed, feedback.message
+    assert ("correct on 3 batches" if lang == "en" else "在 3 个批次上都正确") in feedback.message
+
+
+def test_ex4_cases_hold_terminal_transitions_and_nan_features():
+    assert all(case["done"].any() and not case["done"].all() for case in ch02.TD_CASES)
+    finite = [bool(np.all(np.isfinite(case["phi_next"]))) for case in ch02.TD_CASES]
+    assert finite == [True, True, False]
+    last = ch02.TD_CASES[-1]
+    assert np.all(np.isnan(last["phi_next"][last["done"] > 0])) and np.all(np.isfinite(last["phi_next"][last["done"] == 0]))
 
 
 def test_ex4_stopping_the_whole_target_passes():
-    def whole_target(w, phi, phi_next, reward, gamma):
-        target = tf.stop_gradient(reward + gamma * tf.linalg.matvec(phi_next, w))
+    def whole_target(w, phi, phi_next, reward, done, gamma):
+        target = tf.stop_gradient(reward + gamma * tf.where(done > 0, 0.0, tf.linalg.matvec(phi_next, w)))
         return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
 
     assert exercises.check("ch02-ex4", whole_target).passed
 
 
+# The three most likely wrong answers of ch02-ex4 (the mask as a product, no stop, done ignored),
+# and the other named ones.
+
+def test_ex4_mask_as_a_product_is_named():
+    def product(w, phi, phi_next, reward, done, gamma):  # right on finite features; 0 * NaN = NaN
+        v_next = tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+        target = reward + gamma * (1 - done) * v_next
+        return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+    feedback = exercises.check("ch02-ex4", product)
+    assert not feedback.passed
+    assert feedback.message == ("case 3 (gamma = 0.99): your loss is NaN. In this batch the terminal rows of phi_next "
+                                "are NaN, and a mask written as a product, such as (1 - done) * gamma * v(s'), then "
+                                "gives 0 * NaN = NaN, not 0. Choose the target with tf.where(done > 0, ...) instead "
+                                "of multiplying (or replace the terminal rows of phi_next first).")
+    zh = exercises.check("ch02-ex4", product, lang="zh").message
+    assert zh.startswith("第 3 组（gamma = 0.99）：你的损失为 NaN。") and "0 * NaN = NaN" in zh
+
+
 def test_ex4_unstopped_target_is_named():
-    def full_gradient(w, phi, phi_next, reward, gamma):
-        target = reward + gamma * tf.linalg.matvec(phi_next, w)
+    def full_gradient(w, phi, phi_next, reward, done, gamma):
+        target = reward + gamma * tf.where(done > 0, 0.0, tf.linalg.matvec(phi_next, w))
         return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
 
     feedback = exercises.check("ch02-ex4", full_gradient)
     assert not feedback.passed
     assert feedback.message.startswith("case 1 (gamma = 0.9): your gradient [")
-    assert "also flows through the target" in feedback.message
-    assert "还流经了目标值" in exercises.check("ch02-ex4", full_gradient, lang="zh").message
+    assert "also flows through the target y; expected [" in feedback.message
+    assert feedback.message.endswith("Wrap the target (or v(s')) in tf.stop_gradient.")
+    assert "还流经了目标值 y" in exercises.check("ch02-ex4", full_gradient, lang="zh").message
+
+
+def test_ex4_unstopped_where_has_a_nan_gradient_on_nan_features():
+    # the solution's claim: without the stop, tf.where's zero meets the NaN features (0 * NaN)
+    case = ch02.TD_CASES[-1]
+    w = tf.Variable(case["w"])
+    args = (case["phi"], case["phi_next"], case["reward"], case["done"], case["gamma"])
+    for stop, finite in ((True, True), (False, False)):
+        with tf.GradientTape() as tape:
+            v_next = tf.linalg.matvec(case["phi_next"], w)
+            v_next = tf.stop_gradient(v_next) if stop else v_next
+            target = case["reward"] + case["gamma"] * tf.where(case["done"] > 0, 0.0, v_next)
+            loss = tf.reduce_mean(0.5 * (tf.linalg.matvec(case["phi"], w) - target) ** 2)
+        assert np.isfinite(loss.numpy())
+        assert bool(np.all(np.isfinite(tape.gradient(loss, w).numpy()))) is finite
+    assert np.isclose(td_loss(w, *args).numpy(), ch02.td_reference(case["w"], *args)[0], rtol=1e-5)
+
+
+def test_ex4_ignoring_done_is_named():
+    def no_mask(w, phi, phi_next, reward, done, gamma):
+        target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+        return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+    feedback = exercises.check("ch02-ex4", no_mask)
+    assert not feedback.passed
+    assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is ")
+    assert feedback.message.endswith("It is the loss with the target r + gamma v(s') everywhere: done is ignored. "
+                                     "Where done = 1 the episode has ended, there is no v(s') to add, and the "
+                                     "target is r alone.")
+    assert "done 被忽略了" in exercises.check("ch02-ex4", no_mask, lang="zh").message
+
+
+def test_ex4_reversed_mask_is_named():
+    def reversed_mask(w, phi, phi_next, reward, done, gamma):
+        target = reward + gamma * done * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+        return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+    feedback = exercises.check("ch02-ex4", reversed_mask)
+    assert not feedback.passed
+    assert "It is the loss with the mask reversed" in feedback.message
+    assert feedback.message.endswith("(1 - done, not done).")
+    assert "掩码反了" in exercises.check("ch02-ex4", reversed_mask, lang="zh").message
 
 
 def test_ex4_stopping_the_prediction_is_named():
-    def reversed_stop(w, phi, phi_next, reward, gamma):
+    def reversed_stop(w, phi, phi_next, reward, done, gamma):
         v = tf.stop_gradient(tf.linalg.matvec(phi, w))
-        return tf.reduce_mean(0.5 * (v - (reward + gamma * tf.linalg.matvec(phi_next, w))) ** 2)
+        return tf.reduce_mean(0.5 * (v - (reward + gamma * tf.where(done > 0, 0.0, tf.linalg.matvec(phi_next, w))))
+                              ** 2)
 
     feedback = exercises.check("ch02-ex4", reversed_stop)
     assert not feedback.passed and "stopped the prediction v(s) instead of the target" in feedback.message
@@ -338,7 +509,7 @@ def test_ex4_stopping_the_prediction_is_named():
 
 
 def test_ex4_stopping_the_whole_loss_is_named():
-    answer = lambda w, p, pn, r, g: tf.stop_gradient(td_loss(w, p, pn, r, g))  # noqa: E731
+    answer = lambda *args: tf.stop_gradient(td_loss(*args))  # noqa: E731
     feedback = exercises.check("ch02-ex4", answer)
     assert not feedback.passed
     assert feedback.message == ("case 1 (gamma = 0.9): the gradient with respect to w is None: the prediction "
@@ -347,8 +518,8 @@ def test_ex4_stopping_the_whole_loss_is_named():
 
 
 def test_ex4_sum_instead_of_mean_is_named():
-    def summed(w, phi, phi_next, reward, gamma):
-        return td_loss(w, phi, phi_next, reward, gamma) * tf.cast(tf.shape(reward)[0], tf.float32)
+    def summed(w, phi, phi_next, reward, done, gamma):
+        return td_loss(w, phi, phi_next, reward, done, gamma) * tf.cast(tf.shape(reward)[0], tf.float32)
 
     feedback = exercises.check("ch02-ex4", summed)
     assert not feedback.passed
@@ -358,8 +529,8 @@ def test_ex4_sum_instead_of_mean_is_named():
 
 
 def test_ex4_missing_half_is_named():
-    def no_half(w, phi, phi_next, reward, gamma):
-        return 2 * td_loss(w, phi, phi_next, reward, gamma)
+    def no_half(*args):
+        return 2 * td_loss(*args)
 
     feedback = exercises.check("ch02-ex4", no_half)
     assert not feedback.passed and "the factor 1/2 of" in feedback.message and "twice the expected" in feedback.message
@@ -367,16 +538,24 @@ def test_ex4_missing_half_is_named():
 
 
 def test_ex4_other_wrong_values_get_the_generic_message():
-    def shifted(w, phi, phi_next, reward, gamma):
-        return td_loss(w, phi, phi_next, reward, gamma) + 1.0
+    def shifted(*args):
+        return td_loss(*args) + 1.0
 
     feedback = exercises.check("ch02-ex4", shifted)
-    assert "your loss is" in feedback.message and "the batch mean of 1/2" in feedback.message
+    assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is")
+    assert feedback.message.endswith("the batch mean of 1/2 (v(s) - y)^2 with y = r + gamma v(s'), and y = r "
+                                     "where done = 1.")
+
+
+def test_ex4_nan_on_finite_features_gets_the_generic_message():
+    # a NaN loss where phi_next is finite is not the product mask: no td_nan message
+    feedback = exercises.check("ch02-ex4", lambda *args: tf.constant(np.nan))
+    assert feedback.message == "case 1 (gamma = 0.9): your loss contains NaN or inf."
 
 
 def test_ex4_per_example_losses_have_the_wrong_shape():
-    def unreduced(w, phi, phi_next, reward, gamma):
-        target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    def unreduced(w, phi, phi_next, reward, done, gamma):
+        target = reward + gamma * tf.where(done > 0, 0.0, tf.stop_gradient(tf.linalg.matvec(phi_next, w)))
         return 0.5 * (tf.linalg.matvec(phi, w) - target) ** 2
 
     feedback = exercises.check("ch02-ex4", unreduced)
@@ -384,23 +563,32 @@ def test_ex4_per_example_losses_have_the_wrong_shape():
 
 
 def test_ex4_numpy_detour_is_reported():
-    def through_numpy(w, phi, phi_next, reward, gamma):
-        return tf.constant(td_loss(w, phi, phi_next, reward, gamma).numpy())
+    def through_numpy(*args):
+        return tf.constant(td_loss(*args).numpy())
 
     feedback = exercises.check("ch02-ex4", through_numpy)
     assert not feedback.passed and "None" in feedback.message
 
 
 def test_td_reference_is_independent_of_tensorflow():
-    # The closed-form semi-gradient agrees with a tape on the reference solution.
-    case = ch02.TD_CASES[0]
-    w = tf.Variable(case["w"])
-    with tf.GradientTape() as tape:
-        loss = td_loss(w, case["phi"], case["phi_next"], case["reward"], case["gamma"])
-    value, semi, full, _ = ch02.td_reference(case["w"], case["phi"], case["phi_next"], case["reward"], case["gamma"])
-    np.testing.assert_allclose(loss.numpy(), value, rtol=1e-5)
-    np.testing.assert_allclose(tape.gradient(loss, w).numpy(), semi, rtol=1e-4, atol=1e-6)
-    assert not np.allclose(semi, full)
+    # The closed-form semi-gradient agrees with a tape on the reference solution, NaN features included.
+    for case in ch02.TD_CASES:
+        w = tf.Variable(case["w"])
+        args = (case["phi"], case["phi_next"], case["reward"], case["done"], case["gamma"])
+        with tf.GradientTape() as tape:
+            loss = td_loss(w, *args)
+        value, semi, full, _ = ch02.td_reference(case["w"], *args)
+        np.testing.assert_allclose(loss.numpy(), value, rtol=1e-5)
+        np.testing.assert_allclose(tape.gradient(loss, w).numpy(), semi, rtol=1e-4, atol=1e-6)
+        assert not np.allclose(semi, full)
+
+
+def test_wrong_mask_references_differ_from_the_right_one():
+    for case in ch02.TD_CASES[:2]:
+        args = (case["w"], case["phi"], case["phi_next"], case["reward"], case["done"], case["gamma"])
+        expected = ch02.td_reference(*args)[0]
+        for wrong in ch02.td_wrong_masks(*args).values():
+            assert not np.isclose(wrong, expected, rtol=1e-3)
 
 
 # -- hostile answers, for every check ------------------------------------------------

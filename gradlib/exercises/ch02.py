@@ -5,17 +5,22 @@
 * ``ch02-ex2``: ``scaled_gradient(x, s)``, forward the identity, gradient
   multiplied by ``s``.  A correct answer passes whether or not its value is
   ``x`` bit for bit; the success message says which it is.
-* ``ch02-ex4``: ``td_loss(w, phi, phi_next, reward, gamma)``, the TD(0) loss of
-  a linear value function whose target is stopped (a semi-gradient).
+* ``ch02-ex4``: ``td_loss(w, phi, phi_next, reward, done, gamma)``, the TD(0)
+  loss of a linear value function whose target is stopped (a semi-gradient)
+  and is just the reward where ``done`` is 1.  The features of a terminal next
+  state are arbitrary: finite numbers in the first cases (so that a wrong mask
+  shows in the value), NaN in the last (so that a mask written as a product,
+  0 * NaN, shows as a NaN loss).
 
 Every reference below is a closed NumPy formula, independent of the chapter's
 solutions.  Before the generic "your value is ...; expected ..." message, each
 check recognises the most likely wrong answers and names the mistake
-(``_diagnose_ste``, ``_diagnose_scaled``, the ``td_*`` messages).  ch02-ex1 and
+(``_diagnose_ste``, ``_diagnose_ste_nan``, ``_diagnose_scaled``, the ``td_*`` messages).  ch02-ex1 and
 ch02-ex2 ask for the trick written with ``tf.stop_gradient``:
 ``_without_straight_through`` notices an answer that calls
 ``gradlib.straight_through`` (the exercise's answer in one line) instead.
-(ch02-ex3, a "find the bug" exercise, is answered in writing.)
+(ch02-ex3, a "find the bug" exercise, is answered in writing; its reference
+solution is tested in ``tests/test_exercises_ch02.py``.)
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from ._core import (COMMON, Mismatch, as_array, call, exercise, fmt, kink_and_random_points,
-                    message, raised, require_tensor)
+                    message, raised, require_tensor, to_array)
 
 MESSAGES = {
     # ch02-ex1
@@ -52,6 +57,22 @@ MESSAGES = {
               "The exercise asks for g(x) = clip(x, -1, 1), whose gradient is exactly 1 on [-1, 1].",
         "zh": "你的梯度是 1 - tanh(x)^2（在 x = {x} 处为 {got}，应为 {expected}）：你用的替代函数是 tanh。"
               "本题要求 g(x) = clip(x, -1, 1)，它的梯度在 [-1, 1] 上恰好为 1。",
+    },
+    "ste_half_slope": {
+        "en": "your gradient is 0.5 on [-1, 1] (at x = {x}: {got}; expected {expected}): that is the slope of "
+              "hard_sigmoid(x) = clip((x + 1) / 2, 0, 1). Use g(x) = clip(x, -1, 1), or 2 * hard_sigmoid(x) - 1, "
+              "whose slope is 1 there.",
+        "zh": "你的梯度在 [-1, 1] 上为 0.5（在 x = {x} 处为 {got}，应为 {expected}）：这是 "
+              "hard_sigmoid(x) = clip((x + 1) / 2, 0, 1) 的斜率。请取 g(x) = clip(x, -1, 1)，"
+              "或 2 * hard_sigmoid(x) - 1，它们在那里的斜率为 1。",
+    },
+    "ste_multiplicative": {
+        "en": "your value is NaN at x = 0: that is the multiplicative variant tf.stop_gradient(f(x) / g(x)) * g(x), "
+              "which divides by g(0) = 0 (and whose gradient is (f/g)·g', not g'). Use the additive trick, "
+              "as in g(x) + tf.stop_gradient(tf.sign(x) - g(x)).",
+        "zh": "你的前向值在 x = 0 处为 NaN：这是乘法变体 tf.stop_gradient(f(x) / g(x)) * g(x)，它要除以 "
+              "g(0) = 0（而且它的梯度是 (f/g)·g'，而不是 g'）。请使用加法形式的技巧，例如 "
+              "g(x) + tf.stop_gradient(tf.sign(x) - g(x))。",
     },
     "ste_boundary": {
         "en": "at x = ±1 your gradient is 0; everywhere else it is right. The boundary belongs to the interval: "
@@ -119,11 +140,12 @@ MESSAGES = {
               "留在停止之外的必须是 s * x，也就是导数为 s 的那一项。",
     },
     "scaled_none": {
-        "en": "{where}the gradient is None: no differentiable path from x to your output (s * tf.stop_gradient(x) "
-              "stops x on every path). Keep s * x outside the stop, so that x stays connected even when s = 0: "
+        "en": "{where}the gradient is None: no differentiable path from x to your output (for example, "
+              "s * tf.stop_gradient(x) stops x on every path). Keep s * x outside the stop, so that x stays "
+              "connected even when s = 0: "
               "the gradient must then be 0, not None.",
-        "zh": "{where}梯度为 None：从 x 到你的输出之间没有可求导的路径（s * tf.stop_gradient(x) 会阻断 x 的每一条"
-              "路径）。请把 s * x 留在停止之外，这样即使 s = 0，x 也仍然连通：此时梯度应为 0，而不是 None。",
+        "zh": "{where}梯度为 None：从 x 到你的输出之间没有可求导的路径（例如 s * tf.stop_gradient(x) 会阻断 x 的"
+              "每一条路径）。请把 s * x 留在停止之外，这样即使 s = 0，x 也仍然连通：此时梯度应为 0，而不是 None。",
     },
     "scaled_passed": {
         "en": "correct: forward x and gradient s·dy for s in {ss}, including s = 0 (gradient 0, not None) "
@@ -140,7 +162,7 @@ MESSAGES = {
               "{m} points. That is accepted; for a bit-exact value see the chapter's section on the forward "
               "value, bit for bit.",
         "zh": "你的前向值只在舍入误差范围内等于 x：当 s = {s} 时，{m} 个点中有 {n} 个在最后几位上与 x 不同。"
-              "这可以接受；想让值逐位精确，请看本章关于前向值逐位精确的一节。",
+              "这可以接受；想让值逐位精确，请看本章“逐位精确的前向值”一节。",
     },
     # shared by ex1 and ex2
     "straight_through": {
@@ -159,15 +181,38 @@ MESSAGES = {
     "loss_word": {"en": "loss", "zh": "损失"},
     "td_case": {"en": "case {k} (gamma = {gamma}): ", "zh": "第 {k} 组（gamma = {gamma}）："},
     "td_value": {
-        "en": "{where}your loss is {got}; expected {expected}, the batch mean of "
-              "1/2 (v(s) - (r + gamma v(s')))^2.",
-        "zh": "{where}你的损失为 {got}，应为 {expected}，即 1/2 (v(s) - (r + gamma v(s')))^2 的批均值。",
+        "en": "{where}your loss is {got}; expected {expected}, the batch mean of 1/2 (v(s) - y)^2 with "
+              "y = r + gamma v(s'), and y = r where done = 1.",
+        "zh": "{where}你的损失为 {got}，应为 {expected}，即 1/2 (v(s) - y)^2 的批均值，其中 y = r + gamma v(s')，"
+              "在 done = 1 处 y = r。",
     },
     "td_half": {
         "en": "{where}your loss is {got}, twice the expected {expected}: the factor 1/2 of "
-              "1/2 (v(s) - (r + gamma v(s')))^2 is missing.",
-        "zh": "{where}你的损失为 {got}，是应有值 {expected} 的两倍：1/2 (v(s) - (r + gamma v(s')))^2 "
-              "中的因子 1/2 漏掉了。",
+              "1/2 (v(s) - y)^2 is missing.",
+        "zh": "{where}你的损失为 {got}，是应有值 {expected} 的两倍：1/2 (v(s) - y)^2 中的因子 1/2 漏掉了。",
+    },
+    "td_no_mask": {
+        "en": "{where}your loss is {got}; expected {expected}. It is the loss with the target r + gamma v(s') "
+              "everywhere: done is ignored. Where done = 1 the episode has ended, there is no v(s') to add, "
+              "and the target is r alone.",
+        "zh": "{where}你的损失为 {got}，应为 {expected}。这是处处以 r + gamma v(s') 为目标的损失：done 被忽略了。"
+              "在 done = 1 处回合已经结束，没有 v(s') 可加，目标只是 r。",
+    },
+    "td_mask_reversed": {
+        "en": "{where}your loss is {got}; expected {expected}. It is the loss with the mask reversed: your "
+              "target adds gamma v(s') where done = 1 and drops it where done = 0. Keep gamma v(s') where "
+              "done = 0 (1 - done, not done).",
+        "zh": "{where}你的损失为 {got}，应为 {expected}。这是掩码反了的损失：你的目标在 done = 1 处加上了 "
+              "gamma v(s')，在 done = 0 处却去掉了它。应在 done = 0 处保留 gamma v(s')（用 1 - done，而不是 done）。",
+    },
+    "td_nan": {
+        "en": "{where}your loss is NaN. In this batch the terminal rows of phi_next are NaN, and a mask "
+              "written as a product, such as (1 - done) * gamma * v(s'), then gives 0 * NaN = NaN, not 0. "
+              "Choose the target with tf.where(done > 0, ...) instead of multiplying (or replace the terminal "
+              "rows of phi_next first).",
+        "zh": "{where}你的损失为 NaN。在这一批中，phi_next 的终止行是 NaN，于是写成乘积的掩码，"
+              "例如 (1 - done) * gamma * v(s')，给出的是 0 * NaN = NaN，而不是 0。请用 tf.where(done > 0, ...) "
+              "来选择目标，而不是做乘法（或者先替换掉 phi_next 的终止行）。",
     },
     "td_sum": {
         "en": "{where}your loss is {got}, {n} times the expected {expected}: that is the sum over the batch of "
@@ -181,9 +226,9 @@ MESSAGES = {
         "zh": "{where}对 w 的梯度为 None：预测值 v(s) = phi · w 必须保持可导，只停止目标值的梯度。",
     },
     "td_full": {
-        "en": "{where}your gradient {got} also flows through the target r + gamma v(s'); expected {expected}. "
+        "en": "{where}your gradient {got} also flows through the target y; expected {expected}. "
               "Wrap the target (or v(s')) in tf.stop_gradient.",
-        "zh": "{where}你的梯度 {got} 还流经了目标值 r + gamma v(s')，应为 {expected}。"
+        "zh": "{where}你的梯度 {got} 还流经了目标值 y，应为 {expected}。"
               "请用 tf.stop_gradient 包住目标值（或 v(s')）。",
     },
     "td_reversed": {
@@ -197,8 +242,9 @@ MESSAGES = {
         "zh": "{where}你对 w 的梯度为 {got}，应为 {expected}，即目标 y 停止梯度后 (v(s) - y) phi 的批均值。",
     },
     "td_passed": {
-        "en": "correct on {n} batches: the loss value, and a semi-gradient that flows through v(s) only.",
-        "zh": "在 {n} 个批次上都正确：损失值正确，且半梯度只流经 v(s)。",
+        "en": "correct on {n} batches, terminal transitions included (with NaN features in the last): the loss "
+              "value, and a semi-gradient that flows through v(s) only.",
+        "zh": "在 {n} 个批次上都正确，包括终止的转移（最后一批的终止特征为 NaN）：损失值正确，且半梯度只流经 v(s)。",
     },
 }
 
@@ -206,15 +252,25 @@ MESSAGES = {
 # -- elementwise ops: value and vector-Jacobian product ----------------------
 
 def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: Optional[np.ndarray], *, lang: str,
-                   prefix: str = "", none_message: str = ""):
+                   prefix: str = "", none_message: str = "",
+                   diagnose_nan: Optional[Callable[[np.ndarray, np.ndarray], str]] = None):
     """Run ``fn`` on ``x`` under a tape; return value and gradient (weighted by ``upstream``).
 
     ``none_message``, if given, replaces the generic message for a ``None`` gradient.
+    ``diagnose_nan(x, y)``, if given, runs when the value has the right shape but
+    non-finite entries: it returns the message for a recognised mistake, or "".
     """
     xt = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(xt)
         y = call(fn, xt, lang=lang, where=prefix)
+    if diagnose_nan is not None:
+        raw = to_array(y)
+        if (raw is not None and raw.dtype.kind == "f" and raw.shape == x.shape
+                and not np.all(np.isfinite(raw))):
+            text = diagnose_nan(x, raw)
+            if text:
+                raise Mismatch(prefix + text)
     y_array = as_array(y, lang=lang, what="forward", where=prefix, shape=x.shape)
     require_tensor(y, lang=lang, where=prefix)
     try:
@@ -248,14 +304,17 @@ def _compare_elementwise(answer: Callable, x: np.ndarray, value: np.ndarray, gra
                          lang: str, prefix: str = "", forward_hint: str = "",
                          gradient_hint: Callable[[float], str] = lambda x: "",
                          all_zero_hint: str = "", none_message: str = "",
-                         diagnose: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], str]] = None):
+                         diagnose: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], str]] = None,
+                         diagnose_nan: Optional[Callable[[np.ndarray, np.ndarray], str]] = None):
     """Compare value and gradient (upstream ones) with the reference arrays; raise on the first mismatch.
 
     ``diagnose(x, y, g)`` runs first when anything mismatches: it returns the
     message for a recognised wrong answer, or "" to fall back on the generic
-    point-by-point messages.  Returns the answer's value.
+    point-by-point messages; ``diagnose_nan(x, y)`` does the same for a value
+    with NaN or inf entries.  Returns the answer's value.
     """
-    y, g = _value_and_vjp(answer, x, None, lang=lang, prefix=prefix, none_message=none_message)
+    y, g = _value_and_vjp(answer, x, None, lang=lang, prefix=prefix, none_message=none_message,
+                          diagnose_nan=diagnose_nan)
     flat_x = np.ravel(x)
     if diagnose is not None and (_first_bad(y, value) is not None or _first_bad(g, grad) is not None):
         text = diagnose(x, y, g)
@@ -388,10 +447,20 @@ def _diagnose_ste(x, y, g, lang: str) -> str:
     smooth = 1 - np.tanh(x) ** 2
     if _matches(g, smooth):
         return message(MESSAGES, "ste_tanh", lang, **_at(x, g, grad, ~np.isclose(smooth, grad)))
+    if grad.any() and _matches(g, 0.5 * grad):
+        return message(MESSAGES, "ste_half_slope", lang, **_at(x, g, grad, grad != 0))
     boundary = np.abs(x) == 1
     if (boundary.any() and _matches(g[~boundary], grad[~boundary])
             and _matches(g[boundary], 0.0)):
         return message(MESSAGES, "ste_boundary", lang)
+    return ""
+
+
+def _diagnose_ste_nan(x, y, lang: str) -> str:
+    """The message for a value that is NaN or inf at x = 0 only: the multiplicative variant."""
+    bad = ~np.isfinite(y)
+    if bad.any() and np.all(x[bad] == 0):
+        return message(MESSAGES, "ste_multiplicative", lang)
     return ""
 
 
@@ -403,7 +472,8 @@ def check_clipped_identity_ste(answer, lang):
 
     hints = dict(forward_hint=message(MESSAGES, "ste_forward", lang), gradient_hint=gradient_hint,
                  all_zero_hint=message(MESSAGES, "ste_all_zero", lang),
-                 diagnose=lambda x, y, g: _diagnose_ste(x, y, g, lang))
+                 diagnose=lambda x, y, g: _diagnose_ste(x, y, g, lang),
+                 diagnose_nan=lambda x, y: _diagnose_ste_nan(x, y, lang))
     value, grad = _ste_reference(STE_POINTS)
     _compare_elementwise(answer, STE_POINTS, value, grad, lang=lang, **hints)
     # any shape: a 2-D batch of the same points
@@ -463,17 +533,30 @@ def check_scaled_gradient(answer, lang):
     return passed + message(MESSAGES, "scaled_rounded", lang, s=fmt(s), n=n, m=x.size)
 
 
-# -- ch02-ex4: TD(0) loss with a stopped target -----------------------------------
+# -- ch02-ex4: TD(0) loss with a stopped target and terminal transitions ------------
 
 def _td_cases():
+    """Three batches; ``done`` marks terminal next states, whose features are arbitrary.
+
+    The first two hold finite features there, so that an answer that ignores
+    ``done`` or reverses the mask gets a wrong value, not NaN; the last holds
+    NaN, as the exercise warns, so that a mask written as a product shows.
+    """
     rng = np.random.default_rng(4)
     cases = []
-    for n, d, gamma in ((5, 3, 0.9), (8, 4, 0.5), (1, 2, 0.99)):
+    for n, d, gamma, done, nan_rows in ((5, 3, 0.9, [0, 1, 0, 0, 1], False),
+                                        (8, 4, 0.5, [0, 0, 1, 0, 0, 0, 1, 0], False),
+                                        (6, 3, 0.99, [1, 0, 0, 1, 0, 0], True)):
+        done = np.asarray(done, np.float32)
+        phi_next = rng.normal(size=(n, d)).astype(np.float32)
+        if nan_rows:
+            phi_next[done > 0] = np.nan
         cases.append(dict(
             w=rng.normal(size=d).astype(np.float32),
             phi=rng.normal(size=(n, d)).astype(np.float32),
-            phi_next=rng.normal(size=(n, d)).astype(np.float32),
+            phi_next=phi_next,
             reward=rng.normal(size=n).astype(np.float32),
+            done=done,
             gamma=gamma,
         ))
     return cases
@@ -482,25 +565,43 @@ def _td_cases():
 TD_CASES = _td_cases()
 
 
-def td_reference(w, phi, phi_next, reward, gamma):
-    """Loss, semi-gradient, full gradient and target-only gradient, in float64 NumPy."""
-    w, phi, phi_next, reward = (np.asarray(a, np.float64) for a in (w, phi, phi_next, reward))
-    error = phi @ w - (reward + gamma * phi_next @ w)
+def td_reference(w, phi, phi_next, reward, done, gamma):
+    """Loss, semi-gradient, full gradient and target-only gradient, in float64 NumPy.
+
+    The terminal rows of ``phi_next`` are replaced by zeros first (they may be NaN).
+    """
+    w, phi, phi_next, reward, done = (np.asarray(a, np.float64) for a in (w, phi, phi_next, reward, done))
+    live_next = np.where(done[:, None] > 0, 0.0, phi_next)
+    error = phi @ w - (reward + gamma * live_next @ w)
     loss = np.mean(0.5 * error ** 2)
     n = len(reward)
     semi = phi.T @ error / n
-    full = (phi - gamma * phi_next).T @ error / n
-    target_only = -gamma * phi_next.T @ error / n
+    full = (phi - gamma * live_next).T @ error / n
+    target_only = -gamma * live_next.T @ error / n
     return loss, semi, full, target_only
+
+
+def td_wrong_masks(w, phi, phi_next, reward, done, gamma):
+    """The loss of the two likeliest wrong masks: ``done`` ignored, and ``done`` for ``1 - done``."""
+    w, phi, phi_next, reward, done = (np.asarray(a, np.float64) for a in (w, phi, phi_next, reward, done))
+    v, v_next = phi @ w, phi_next @ w
+    return {"td_no_mask": np.mean(0.5 * (v - reward - gamma * v_next) ** 2),
+            "td_mask_reversed": np.mean(0.5 * (v - reward - gamma * done * v_next) ** 2)}
 
 
 def _close(a, b):
     return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
 
-def _value_message(value: float, expected: float, n: int, where: str, lang: str) -> str:
-    """The message for a wrong loss value; the two common slips (no 1/2, a sum) are named."""
+def _value_message(value: float, expected: float, case: dict, where: str, lang: str) -> str:
+    """The message for a wrong loss value; the wrong masks and two common slips (no 1/2, a sum) are named."""
     values = dict(where=where, got=fmt(value), expected=fmt(expected))
+    if np.all(np.isfinite(case["phi_next"])):
+        for key, wrong in td_wrong_masks(case["w"], case["phi"], case["phi_next"], case["reward"], case["done"],
+                                         case["gamma"]).items():
+            if np.isclose(value, wrong, rtol=1e-4) and not np.isclose(wrong, expected, rtol=1e-4):
+                return message(MESSAGES, key, lang, **values)
+    n = len(case["reward"])
     if not np.isclose(expected, 0, atol=1e-6):
         if np.isclose(value, 2 * expected, rtol=1e-4):
             return message(MESSAGES, "td_half", lang, **values)
@@ -515,14 +616,19 @@ def check_td_loss(answer, lang):
     for k, case in enumerate(TD_CASES, start=1):
         where = message(MESSAGES, "td_case", lang, k=k, gamma=case["gamma"])
         w = tf.Variable(case["w"])
-        args = (tf.constant(case["phi"]), tf.constant(case["phi_next"]), tf.constant(case["reward"]), case["gamma"])
+        args = (tf.constant(case["phi"]), tf.constant(case["phi_next"]), tf.constant(case["reward"]),
+                tf.constant(case["done"]), case["gamma"])
         with tf.GradientTape() as tape:
             loss = call(answer, w, *args, lang=lang, where=where)
+        raw = to_array(loss)
+        if (raw is not None and raw.dtype.kind == "f" and raw.shape == () and np.isnan(raw)
+                and not np.all(np.isfinite(case["phi_next"]))):
+            raise Mismatch(message(MESSAGES, "td_nan", lang, where=where))
         value = float(as_array(loss, lang=lang, what=loss_word, where=where, shape=()))
         expected, semi, full, target_only = td_reference(case["w"], case["phi"], case["phi_next"],
-                                                         case["reward"], case["gamma"])
+                                                         case["reward"], case["done"], case["gamma"])
         if not np.isclose(value, expected, rtol=1e-4, atol=1e-6):
-            raise Mismatch(_value_message(value, expected, len(case["reward"]), where, lang))
+            raise Mismatch(_value_message(value, expected, case, where, lang))
         require_tensor(loss, lang=lang, where=where)
         try:
             grad = tape.gradient(loss, w)
