@@ -126,12 +126,15 @@ def register_gradient(op_type_name: str):
     same name again (running the cell a second time) replaces the function;
     ``tf.RegisterGradient`` would raise ``KeyError`` instead.
 
-    A gradient function maps the upstream gradient :math:`\bar y` of each
-    output to the downstream gradient :math:`\bar x_k` of each input:
+    For an op with :math:`n` outputs and :math:`m` inputs, TensorFlow calls
+    the gradient function with the op and one upstream gradient
+    :math:`\bar y_j` per output, and it returns one downstream gradient
+    :math:`\bar x_k` per input:
 
-    .. math:: \bar x_k = \mathrm{fn}(\mathrm{op}, \bar y)_k
+    .. math:: (\bar x_1, \dots, \bar x_m) = \mathrm{fn}(\mathrm{op}, \bar y_1, \dots, \bar y_n)
 
-    and must return tensors (or ``None``), never Python numbers.
+    as tensors (or ``None`` for an input that gets no gradient), never
+    Python numbers.
 
     Reference: TensorFlow, ``tf.RegisterGradient`` and
     ``tf.Graph.gradient_override_map`` (graph mode only).

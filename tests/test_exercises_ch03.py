@@ -1,5 +1,6 @@
 """Chapter 3's exercise checks: ch03-ex1 (a gradient clip whose threshold is an op input)
-and ch03-ex2 (find the bugs in a binarize function).
+and ch03-ex2 (find the bugs in a binarize function), and the chapter's table of
+the seven TensorFlow 2 settings (which of them an override takes effect in).
 
 Each check must accept the reference solution, name the likely mistakes with
 a specific message (shown here in English and in Chinese), and survive hostile
@@ -10,6 +11,8 @@ an exception.
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from tensorflow.python.framework import ops  # TensorFlow's gradient registry, only to count its entries
 
 import gradlib
 from gradlib import exercises
@@ -68,6 +71,11 @@ def not_clipped(op, *grads):
     return [grads[0], None]
 
 
+def threshold_as_its_own_gradient(op, grad_y, grad_c):  # a gradient for c that is not zero
+    c = op.inputs[1]
+    return [tf.clip_by_value(grad_y, -c, c), c]
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex1_reference_passes(lang):
     feedback = exercises.check("ch03-ex1", clip_grad, lang=lang)
@@ -98,6 +106,8 @@ def test_ex1_other_correct_answers_pass(answer):
         (zeroed_beyond_c, "you zeroed the gradient where |grad_y| > c", "你在 |grad_y| > c 处把梯度置零了"),
         (threshold_from_grad_c, "grad_c is the upstream gradient of IdentityN's second output",
          "grad_c 是 IdentityN 第二个输出的上游梯度"),
+        (threshold_as_its_own_gradient, "the gradient you returned for c is 0.5 for c = 0.5, not zero: c is a "
+                                        "threshold, not a parameter to train", "c 是一个阈值，而不是要训练的参数"),
     ],
 )
 def test_ex1_the_likely_mistakes_are_named(answer, en, zh):
@@ -124,6 +134,9 @@ def test_ex1_the_likely_mistakes_are_named(answer, en, zh):
         (lambda op, *g: None, "returned None; return a list of two values"),
         (lambda op, *g: [None, None], "the gradient you returned for x is None"),
         (lambda op, *g: [g[0], None, None], "returned 3 values"),
+        (lambda op, g, gc: [tf.clip_by_value(g, -op.inputs[1], op.inputs[1])], "returned only 1 value;"),
+        (lambda op, g, gc: [tf.clip_by_value(g, -op.inputs[1], op.inputs[1]), tf.ones_like(op.inputs[1])],
+         "the gradient you returned for c is 1 for c = 0.5"),
         (lambda op, *g: [0, None], "the first value you returned is a Python int (0)"),
         (lambda op, *g: [g[0], 0.0], "the second value you returned is a Python float"),
         (lambda op, *g: [g[0][:3], None], "shape [3]; expected [24]"),
@@ -159,103 +172,144 @@ def test_ex1_data_separate_the_mistakes():
 # -- ch03-ex2 ------------------------------------------------------------------
 
 @gradlib.register_gradient("TestCh03Fixed")
-def _fixed_grad(op, grad):
+def _fixed_grad(op, grad):  # all three bugs fixed: BinaryNet's gradient
     x = op.inputs[0]
     return tf.where(tf.abs(x) <= 1.0, grad, tf.zeros_like(grad))
 
 
 @gradlib.register_gradient("TestCh03FromOutput")
-def _from_output_grad(op, grad):
+def _from_output_grad(op, grad):  # the colleague's gradient function, bug 3 in it
     y = op.outputs[0]
     return tf.where(tf.abs(y) <= 1.0, grad, tf.zeros_like(grad))
 
 
+@gradlib.register_gradient("TestCh03PassThrough")
+def _pass_through_grad(op, grad):  # another function with the same gradient as bug 3
+    return grad
+
+
+@gradlib.register_gradient("TestCh03FixedByCast")
+def _fixed_by_cast_grad(op, grad):  # all three fixed, written another way
+    return grad * tf.cast(tf.abs(op.inputs[0]) <= 1.0, grad.dtype)
+
+
 @gradlib.register_gradient("TestCh03Ones")
 def _ones_grad(op, grad):
+    y = op.outputs[0]
+    return tf.where(tf.abs(y) <= 1.0, tf.ones_like(grad), tf.zeros_like(grad))
+
+
+@gradlib.register_gradient("BinaryNetSign")  # the chapter's name, as a reader who copied the chapter has it
+def _chapter_grad(op, grad):
     x = op.inputs[0]
-    return tf.where(tf.abs(x) <= 1.0, tf.ones_like(grad), tf.zeros_like(grad))
+    return tf.where(tf.abs(x) <= 1.0, grad, tf.zeros_like(grad))
 
 
 G = tf.compat.v1.get_default_graph()  # as in the colleague's code: fetched once, at import
 
 
-def binarize(x):  # the reference solution
-    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03Fixed"}):
-        return tf.sign(x)
+def _mapped(name, key="Sign", graph=None):
+    """binarize with the map {key: name} entered on ``graph`` (the current default graph if None)."""
+    def binarize(x):
+        with (graph or tf.compat.v1.get_default_graph()).gradient_override_map({key: name}):
+            return tf.sign(x)
+    return binarize
 
 
-def map_on_outer_graph(x):  # likely mistake 1: bug 2 left (G fetched at the top)
-    with G.gradient_override_map({"Sign": "TestCh03Fixed"}):
-        return tf.sign(x)
+binarize = _mapped("TestCh03Fixed")                  # the reference: all three bugs fixed
+bug3_left = _mapped("TestCh03FromOutput")            # likely mistake 1: the bug the network survives
+copied_from_chapter = _mapped("BinaryNetSign")       # the chapter's binarynet_sign instead of the fix
+misspelled_key = _mapped("TestCh03FromOutput", key="sign")          # likely mistake 2: bug 1 left
+map_on_outer_graph = _mapped("TestCh03FromOutput", graph=G)         # likely mistake 3: bug 2 left
+mapped_to_identity = _mapped("Identity")
+python_name = _mapped("_from_output_grad")             # the Python function's name instead of the registered one
+colleague_name = _mapped("ColleagueSign")              # the colleague's name, never registered in the notebook
+unregistered_name = _mapped("TestCh03NeverRegistered")  # a name that no cell registered
+ignores_upstream = _mapped("TestCh03Ones")
 
 
-def misspelled_key(x):  # likely mistake 2: bug 1 left ("sign")
-    with tf.compat.v1.get_default_graph().gradient_override_map({"sign": "TestCh03Fixed"}):
-        return tf.sign(x)
+def with_custom_gradient(x):  # bypasses the override
+    @tf.custom_gradient
+    def sign(v):
+        return tf.sign(v), lambda upstream: upstream
+    return sign(x)
 
 
-def mask_from_output(x):  # likely mistake 3: bug 3 left (op.outputs[0])
+def map_around_cond(x):
     with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03FromOutput"}):
-        return tf.sign(x)
+        return tf.cond(tf.reduce_sum(x) > -100.0, lambda: tf.sign(x), lambda: -tf.sign(x))
 
 
-def mapped_to_identity(x):
-    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "Identity"}):
-        return tf.sign(x)
+def map_around_while(x):
+    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03FromOutput"}):
+        return tf.while_loop(lambda i, v: i < 1, lambda i, v: (i + 1, tf.sign(v)), [0, x])[1]
 
 
-def python_name(x):  # the Python function's name instead of the registered one
-    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "_fixed_grad"}):
-        return tf.sign(x)
+def map_around_function(x):
+    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03FromOutput"}):
+        return tf.function(tf.sign)(x)
 
 
-def colleague_name(x):  # the colleague's gradient name, never registered in the notebook
-    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "ColleagueSign"}):
-        return tf.sign(x)
-
-
-def unregistered_name(x):  # a name that no cell registered
-    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03NeverRegistered"}):
-        return tf.sign(x)
+def sign_after_the_block(x):
+    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03FromOutput"}):
+        pass
+    return tf.sign(x)
 
 
 def binarynet_forward(x):  # the paper's Sign: +1 at 0
-    return gradlib.straight_through(lambda v: tf.where(v >= 0, 1.0, -1.0),
-                                    lambda v: tf.clip_by_value(v, -1.0, 1.0))(x)
-
-
-def ignores_upstream(x):
-    with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03Ones"}):
-        return tf.sign(x)
+    return gradlib.straight_through(lambda v: tf.where(v >= 0, 1.0, -1.0))(x)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex2_reference_passes(lang):
     feedback = exercises.check("ch03-ex2", binarize, lang=lang)
     assert feedback.passed, feedback.message
+    assert "op.inputs[0]" in feedback.message
 
 
 @pytest.mark.parametrize("answer", [
-    lambda x: gradlib.straight_through(tf.sign, lambda v: tf.clip_by_value(v, -1.0, 1.0))(x),
-    lambda x: tf.clip_by_value(x, -1.0, 1.0) + tf.stop_gradient(tf.sign(x) - tf.clip_by_value(x, -1.0, 1.0)),
+    _mapped("TestCh03FixedByCast"),
+    lambda x: _mapped("TestCh03Fixed")(x) * 1.0,
 ])
-def test_ex2_any_correct_binarize_passes(answer):
+def test_ex2_other_answers_that_keep_the_override_pass(answer):
     feedback = exercises.check("ch03-ex2", answer)
     assert feedback.passed, feedback.message
+
+
+def test_ex2_the_reference_gradient_is_binarynets_not_the_upstream_gradient():
+    # Independent of the check: BinaryNet's mask against the colleague's (bug 3), by NumPy.
+    x, up = ch03.CASES_EX2[0]
+    fixed = gradlib.run_graph(lambda: _gradient(binarize, x, up))
+    np.testing.assert_array_equal(fixed, np.where(np.abs(x) <= 1.0, up, 0.0))
+    got = gradlib.run_graph(lambda: _gradient(bug3_left, x, up))
+    np.testing.assert_array_equal(got, up)
+    assert not np.allclose(got, fixed)  # the points tell the two apart
+
+
+def _gradient(fn, x_np, up_np):
+    x = tf.constant(x_np)
+    return tf.gradients(fn(x), x, grad_ys=tf.constant(up_np))[0]
 
 
 @pytest.mark.parametrize(
     "answer, en, zh",
     [
+        (bug3_left, "That is the third bug, the one the network survives: mask by the input of Sign, "
+                    "op.inputs[0]", "这就是第三个错误，也是网络能带着照常训练的那个"),
+        (copied_from_chapter, "you mapped Sign to 'BinaryNetSign', the chapter's gradient function",
+         "即本章自己的梯度函数"),
+        (misspelled_key, "the keys of your map are 'sign', and TensorFlow does not check them. A key is an op "
+                         "type spelled as op.type prints it: \"Sign\". With this bug left the layers before "
+                         "binarize learn nothing", "你的映射的键是 'sign'"),
         (map_on_outer_graph, "the map was entered on a graph other than the one the Sign op was built in",
          "覆盖映射是在另一个计算图上进入的"),
-        (misspelled_key, "the keys of your map are 'sign', and TensorFlow does not check them",
-         "你的映射的键是 'sign'"),
-        (mask_from_output, "a mask computed from op.outputs[0], which is sign(x) and always within [-1, 1]",
-         "用 op.outputs[0] 计算掩码就会这样"),
+        (with_custom_gradient, "it uses tf.custom_gradient, which replaces the colleague's override instead of "
+                               "fixing it", "而是用了 tf.custom_gradient：它取代了同事的覆盖"),
+        (map_around_cond, "your tf.sign was built inside a tf.cond, a tf.while_loop or a tf.function",
+         "你的 tf.sign 构建在 tf.cond、tf.while_loop 或 tf.function 之中"),
     ],
 )
-def test_ex2_the_three_likely_mistakes_are_named(answer, en, zh):
+def test_ex2_the_likely_mistakes_are_named(answer, en, zh):
     feedback = exercises.check("ch03-ex2", answer, lang="en")
     assert not feedback.passed
     assert en in feedback.message
@@ -267,13 +321,21 @@ def test_ex2_the_three_likely_mistakes_are_named(answer, en, zh):
 @pytest.mark.parametrize(
     "answer, fragment",
     [
-        (mapped_to_identity, "mapping Sign to \"Identity\" passes the gradient everywhere"),
-        (python_name, "the map sends Sign to '_fixed_grad', but no gradient is registered under that name"),
-        (ignores_upstream, "pass the upstream gradient grad through where |x| ≤ 1"),
+        (gradlib.straight_through(tf.sign), "without mapping Sign in gradient_override_map"),
+        (lambda x: x + tf.stop_gradient(tf.sign(x) - x), "without mapping Sign in gradient_override_map"),
+        (gradlib.straight_through(tf.sign, lambda v: tf.clip_by_value(v, -1.0, 1.0)),
+         "replaces the colleague's override instead of fixing it"),
+        (map_around_while, "your tf.sign was built inside a tf.cond, a tf.while_loop or a tf.function"),
+        (map_around_function, "your tf.sign was built inside a tf.cond, a tf.while_loop or a tf.function"),
+        (sign_after_the_block, "no Sign op was created inside the with block"),
+        (mapped_to_identity, "you mapped Sign to \"Identity\", TensorFlow's gradient of Identity"),
+        (_mapped("TestCh03PassThrough"), "That is the third bug"),
+        (python_name, "the map sends Sign to '_from_output_grad', but no gradient is registered under that name"),
+        (ignores_upstream, "lets the upstream gradient grad through, it does not replace it by 1"),
         (tf.sign, "binarize never entered gradient_override_map"),
         (lambda x: x, "the forward value must stay tf.sign(x)"),
         (binarynet_forward, "at x = 0 binarize(x) is 1: that is the Sign of the BinaryNet paper (+1 at 0), "
-                            "but this exercise asks for tf.sign(x)"),
+                            "but the colleague's code returns tf.sign(x)"),
         (colleague_name, "'ColleagueSign', but that name is registered only in the colleague's code"),
         (unregistered_name, "Register your gradient function under exactly that string"),
         (lambda x: None, "binarize returned None"),
@@ -294,8 +356,11 @@ def test_ex2_other_mistakes_get_feedback(answer, fragment):
     (binarynet_forward, "这是 BinaryNet 论文中的 Sign（在 0 处取 +1）"),
     (colleague_name, "这个名字只在同事的代码中注册过"),
     (python_name, "而不是 Python 函数名"),
+    (gradlib.straight_through(tf.sign), "取代了同事的覆盖，而不是修正它"),
+    (mapped_to_identity, "而不是同事的梯度函数"),
+    (sign_after_the_block, "但 with 代码块内没有创建任何 Sign 算子"),
 ])
-def test_ex2_name_and_forward_messages_in_chinese(answer, zh):
+def test_ex2_other_messages_in_chinese(answer, zh):
     feedback = exercises.check("ch03-ex2", answer, lang="zh")
     assert not feedback.passed
     assert zh in feedback.message
@@ -317,3 +382,116 @@ def test_chapter_3_checks_are_registered():
     assert {"ch03-ex1", "ch03-ex2"} <= set(exercises.exercise_ids())
     assert exercises.answer_name("ch03-ex1") == "clip_grad"
     assert exercises.answer_name("ch03-ex2") == "binarize"
+
+
+# -- the chapter's table: where an override takes effect in TensorFlow 2 ----------
+# Recomputed here, independently of the chapter's cells, so that a TensorFlow
+# release that changes a row fails the tests instead of silently making the
+# prose of en-ch03-tf2 ("The override works in every row except (1) and (2)")
+# and en-ch03-nested wrong.
+
+@gradlib.register_gradient("TestCh03Negated")
+def _negated(op, grad):
+    return -grad
+
+
+def _reversed_by_override(x):
+    with tf.compat.v1.get_default_graph().gradient_override_map({"Identity": "TestCh03Negated"}):
+        y = tf.identity(x)
+    return 3.0 * y
+
+
+@tf.custom_gradient
+def _reversed_by_custom_gradient(x):
+    return tf.identity(x), lambda upstream: -upstream
+
+
+def _graph_gradient(op, x):
+    x = tf.constant(x)
+    return tf.gradients(op(x), x)[0]
+
+
+def _tape_gradient(op, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = op(x)
+    return tape.gradient(y, x)
+
+
+def _in_cond(op, x):
+    def branch():
+        return op(x)
+    return tf.cond(x > 0, branch, branch)
+
+
+MODES = [
+    lambda op: gradlib.run_graph(lambda: _graph_gradient(op, 2.0)),
+    lambda op: _tape_gradient(op, 2.0).numpy(),
+    lambda op: tf.function(lambda: _tape_gradient(op, 2.0))().numpy(),
+    lambda op: tf.function(lambda: _graph_gradient(op, 2.0))().numpy(),
+    lambda op: _tape_gradient(tf.function(op), 2.0).numpy(),
+    lambda op: tf.function(lambda: _tape_gradient(tf.function(op), 2.0))().numpy(),
+    lambda op: tf.function(lambda: _tape_gradient(lambda x: _in_cond(op, x), 2.0))().numpy(),
+]
+
+
+def test_the_seven_settings_of_the_chapter_table():
+    default = [float(run(lambda x: 3.0 * tf.identity(x))) for run in MODES]
+    overridden = [float(run(_reversed_by_override)) for run in MODES]
+    custom = [float(run(lambda x: 3.0 * _reversed_by_custom_gradient(x))) for run in MODES]
+    assert default == [3.0] * 7
+    took_effect = ["yes" if o == -d else "no" for o, d in zip(overridden, default)]
+    assert took_effect == ["yes", "no", "no", "yes", "yes", "yes", "yes"]  # every row but (1) and (2)
+    assert custom == [-3.0] * 7
+
+
+def test_a_map_entered_around_a_nested_graph_marks_nothing_in_it():
+    def build():
+        x = tf.constant([0.5, 2.0])
+        plain = tf.sign(x)
+        with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03Fixed"}):
+            ys = [tf.sign(x),
+                  tf.cond(x[0] > 0, lambda: tf.sign(x), lambda: -tf.sign(x)),
+                  tf.while_loop(lambda i, v: i < 1, lambda i, v: (i + 1, tf.sign(v)), [0, x])[1],
+                  tf.function(tf.sign)(x)]
+        ys.append(tf.cond(x[0] > 0, lambda: binarize(x), lambda: -binarize(x)))
+        return [tf.gradients(y, x)[0] for y in [plain] + ys]
+
+    plain, on_graph, in_cond, in_loop, in_function, map_in_branch = gradlib.run_graph(build)
+    np.testing.assert_array_equal(plain, [0.0, 0.0])  # TensorFlow's own gradient of Sign
+    np.testing.assert_array_equal(on_graph, [1.0, 0.0])
+    np.testing.assert_array_equal(map_in_branch, [1.0, 0.0])
+    for gradient in (in_cond, in_loop, in_function):
+        np.testing.assert_array_equal(gradient, plain)
+
+    @tf.function
+    def map_around_if(x):
+        with tf.compat.v1.get_default_graph().gradient_override_map({"Sign": "TestCh03Fixed"}):
+            if tf.reduce_sum(x) > 0:
+                y = tf.sign(x)
+            else:
+                y = -tf.sign(x)
+        return tf.gradients(y, x)[0]
+
+    np.testing.assert_array_equal(map_around_if(tf.constant([0.5, 2.0])), [0.0, 0.0])
+
+
+def test_custom_gradient_registers_one_name_per_trace():
+    def reversal_layer(x, lam):
+        @tf.custom_gradient
+        def reverse(x):
+            return tf.identity(x), lambda upstream: -lam * upstream
+        return reverse(x)
+
+    @tf.function(reduce_retracing=False)
+    def step(lam):
+        return _tape_gradient(lambda x: reversal_layer(x, lam), 1.0)
+
+    counts = {}
+    for kind, values in (("float", [0.1, 0.2, 0.3, 0.4]), ("tensor", [tf.constant(v) for v in (0.1, 0.2, 0.3, 0.4)])):
+        before = len(ops.gradient_registry.list())
+        gradients = [float(step(v)) for v in values]
+        counts[kind] = len(ops.gradient_registry.list()) - before
+        assert np.allclose(gradients, [-0.1, -0.2, -0.3, -0.4])
+    assert counts == {"float": 4, "tensor": 1}

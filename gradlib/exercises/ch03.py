@@ -8,24 +8,34 @@ clipped to :math:`[-c, c]`, with the threshold :math:`c` read from the op
 :math:`c`.  The check registers the answer through
 :func:`gradlib.register_gradient` (so re-running the exercise cell is safe),
 builds that graph once and feeds :math:`c = 0.5, 1, 2`; the reference is
-``np.clip(upstream, -c, c)``.  Besides the shape of the answer, the
-diagnosis names: no clip, clipping ``x`` instead of the gradient, the
-chapter's multiplication by ``c``, ``grad_c`` taken for ``c`` (all zeros),
-the explorer's mask by ``|x| <= c``, zeroing instead of clipping beyond
-``±c``, a ``c`` baked in, and a one-sided clip.
+``np.clip(upstream, -c, c)``, and the gradient returned for ``c`` must be
+``None`` or zero (``c`` is a threshold, not a parameter).  Besides the shape
+of the answer, the diagnosis names: no clip, clipping ``x`` instead of the
+gradient, the chapter's multiplication by ``c``, ``grad_c`` taken for ``c``
+(all zeros), the explorer's mask by ``|x| <= c``, zeroing instead of
+clipping beyond ``±c``, a ``c`` baked in, and a one-sided clip.
 
-``ch03-ex2``: find the bugs.  The reader writes ``binarize(x)``, forward
-``tf.sign(x)`` (0 at 0; the BinaryNet paper's Sign, +1 at 0, gets its own
-message) with BinaryNet's gradient (the upstream gradient where
-:math:`|x| \\le 1`, 0 elsewhere), fixing a colleague's version that has three
-silent bugs (a misspelled op type in the map, the map entered on a graph
-fetched once at the top, a mask computed from ``op.outputs[0]``).  The check
-calls the answer inside a fresh TF1 graph and differentiates with
-``tf.gradients``; while the answer runs it records which graph each
-``gradient_override_map`` was entered on and with which keys, so that it can
-say which bug is left.  A map to a name that nothing registered is told
-apart: the colleague's ``"ColleagueSign"`` (registered only in the
-exercise's text), a Python function's name, or any other name.
+``ch03-ex2``: find the bugs.  A colleague's ``binarize`` has three silent
+bugs (a misspelled op type in the map, the map entered on a graph fetched
+once at the top, a mask computed from ``op.outputs[0]``).  Bugs 1 and 2
+leave TensorFlow's zero gradient of ``Sign``; the network survives bug 3,
+whose mask passes the upstream gradient everywhere (a straight-through
+estimator without BinaryNet's clip).  The reader fixes all three and keeps
+the colleague's override: the expected gradient is BinaryNet's, the upstream
+gradient where ``|x| <= 1`` and 0 beyond, through a ``Sign`` op of the graph
+marked by a map for ``Sign``.  The check calls the answer inside a
+fresh TF1 graph and differentiates with ``tf.gradients``; while the answer
+runs it records which graph each ``gradient_override_map`` was entered on and
+with which keys, so that it can say which bug is left.  It names: bug 3 left
+(the upstream gradient everywhere, the likeliest mistake: the network
+learns), the chapter's ``BinaryNetSign`` mapped instead of the colleague's
+function fixed, bug 1 or bug 2 left, the map entered around a ``tf.cond`` /
+``tf.while_loop`` / ``tf.function`` whose ``Sign`` is built in a graph of its
+own, a ``Sign`` created after the block, a ``tf.custom_gradient`` or other
+answer that bypasses the override, ``Sign`` mapped to ``"Identity"``, and a
+map to a name that nothing registered (the colleague's ``"ColleagueSign"``,
+registered only in the exercise's text, a Python function's name, or any
+other name).
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ import tensorflow as tf
 
 from ..graph import register_gradient, run_graph
 from ._core import (COMMON, Mismatch, as_array, call, describe, exercise, fmt, kink_and_random_points,
-                    message)
+                    message, to_array)
 
 
 def _kind(value: Any) -> str:
@@ -83,6 +93,12 @@ MESSAGES_EX1 = {
         "en": "your gradient function returned one tensor; IdentityN has two inputs (x and c), so return "
               "two values: [the clipped gradient for x, None for c].",
         "zh": "你的梯度函数只返回了一个张量；IdentityN 有两个输入（x 和 c），所以要返回两个值："
+              "[x 的截断后梯度, c 的梯度 None]。",
+    },
+    "count_one": {
+        "en": "your gradient function returned only 1 value; IdentityN here has two inputs (x and c), so "
+              "return two: [the clipped gradient for x, None for c].",
+        "zh": "你的梯度函数只返回了 1 个值；这里的 IdentityN 有两个输入（x 和 c），所以应返回两个值："
               "[x 的截断后梯度, c 的梯度 None]。",
     },
     "count": {
@@ -163,6 +179,12 @@ MESSAGES_EX1 = {
               "第二个输出的上游梯度（因为没有任何运算使用这个输出，它全为零），而不是 c。"
               "阈值是算子的第二个输入 op.inputs[1]。",
     },
+    "grad_for_c": {
+        "en": "the gradient you returned for c is {got} for c = {c}, not zero: c is a threshold, not a "
+              "parameter to train, so return None (or zeros) for it.",
+        "zh": "c = {c} 时你为 c 返回的梯度是 {got}，不是零：c 是一个阈值，而不是要训练的参数，"
+              "所以它的梯度应返回 None（或零）。",
+    },
     "wrong": {
         "en": "with c = {c} an upstream gradient of {g} becomes {got}; expected {expected} "
               "(the upstream gradient clipped to [-c, c]).",
@@ -200,7 +222,7 @@ def _validate_ex1(result, lang):
         raise Mismatch(message(MESSAGES_EX1, "not_tensor", lang, which=message(MESSAGES_EX1, "first", lang),
                                kind=_kind(result), value=_short(result)))
     if len(result) != 2:
-        raise Mismatch(message(MESSAGES_EX1, "count", lang, n=len(result)))
+        raise Mismatch(message(MESSAGES_EX1, "count_one" if len(result) == 1 else "count", lang, n=len(result)))
     first, second = result
     if first is None:
         raise Mismatch(message(MESSAGES_EX1, "first_none", lang))
@@ -270,7 +292,7 @@ def check_clip_grad(answer, lang):
         upstream = tf.constant(UPSTREAM_EX1)
         _validate_ex1(call(answer, y.op, upstream, tf.zeros_like(c), lang=lang), lang)
         try:
-            return tf.gradients(y, x, grad_ys=upstream)[0]
+            return tf.gradients(y, [x, c], grad_ys=upstream)  # c's entry: the second value returned, or None
         except Exception as err:  # e.g. a later call of the answer that fails inside TensorFlow
             raise Mismatch(message(MESSAGES_EX1, "tf_error", lang, error=type(err).__name__,
                                    detail=describe(err))) from None
@@ -282,9 +304,17 @@ def check_clip_grad(answer, lang):
     except Exception as err:  # raised while the session ran the reader's ops
         raise Mismatch(message(MESSAGES_EX1, "tf_error", lang, error=type(err).__name__,
                                detail=describe(err))) from None
-    got = [as_array(r, lang=lang, what="gradient", shape=UPSTREAM_EX1.shape, none_key="none_gradient")
+    got = [as_array(r[0], lang=lang, what="gradient", shape=UPSTREAM_EX1.shape, none_key="none_gradient")
            for r in results]
     _diagnose_ex1(got, lang)
+    for c, (_, for_c) in zip(THRESHOLDS, results):
+        if for_c is None:
+            continue
+        value = to_array(for_c)
+        if value is None or value.dtype.kind not in "biuf" or value.size != 1 or not np.isfinite(value).all():
+            raise Mismatch(message(MESSAGES_EX1, "grad_for_c", lang, c=fmt(c), got=_short(for_c)))
+        if value.item() != 0:
+            raise Mismatch(message(MESSAGES_EX1, "grad_for_c", lang, c=fmt(c), got=fmt(value.item())))
     return message(MESSAGES_EX1, "passed", lang, cs=", ".join(fmt(c) for c in THRESHOLDS), n=UPSTREAM_EX1.size)
 
 
@@ -309,17 +339,16 @@ MESSAGES_EX2 = {
         "zh": "binarize 返回了 None；请返回在覆盖映射中创建的张量 tf.sign(x)。",
     },
     "binarynet_forward": {
-        "en": "at x = 0 binarize(x) is {got}: that is the Sign of the BinaryNet paper (+1 at 0), but this "
-              "exercise asks for tf.sign(x), which is 0 at x = 0, with BinaryNet's gradient; only the "
-              "gradient changes.",
-        "zh": "在 x = 0 处 binarize(x) 为 {got}：这是 BinaryNet 论文中的 Sign（在 0 处取 +1），但本练习要求的是 "
-              "tf.sign(x)（在 x = 0 处为 0），配上 BinaryNet 的梯度；改变的只是梯度。",
+        "en": "at x = 0 binarize(x) is {got}: that is the Sign of the BinaryNet paper (+1 at 0), but the "
+              "colleague's code returns tf.sign(x), which is 0 at x = 0; fix the bugs, not the forward value.",
+        "zh": "在 x = 0 处 binarize(x) 为 {got}：这是 BinaryNet 论文中的 Sign（在 0 处取 +1），但同事的代码返回的是 "
+              "tf.sign(x)（在 x = 0 处为 0）；要修正的是错误，而不是前向值。",
     },
     "forward": {
         "en": "at x = {x} binarize(x) is {got}; expected {expected}: the forward value must stay tf.sign(x) "
-              "(0 at x = 0); only the gradient changes.",
+              "(0 at x = 0); the bugs are in the gradient.",
         "zh": "在 x = {x} 处 binarize(x) 为 {got}，应为 {expected}：前向值必须仍是 tf.sign(x)"
-              "（在 x = 0 处为 0），改变的只是梯度。",
+              "（在 x = 0 处为 0），错误都出在梯度上。",
     },
     "not_tensor": {
         "en": "binarize returned a {kind} ({value}), not a tensor of the graph being built; return the "
@@ -340,11 +369,12 @@ MESSAGES_EX2 = {
     },
     "colleague_name": {
         "en": "tf.gradients raised LookupError: the map sends Sign to 'ColleagueSign', but that name is "
-              "registered only in the colleague's code, which this notebook never runs. Register your fixed "
-              "gradient function with gradlib.register_gradient under a name of your own, and map Sign to it.",
+              "registered only in the colleague's code, which this notebook never runs. Register the "
+              "colleague's gradient function in your cell with gradlib.register_gradient, under that name or "
+              "one of your own, and map Sign to it.",
         "zh": "tf.gradients 抛出了 LookupError：映射把 Sign 指向 'ColleagueSign'，但这个名字只在同事的代码中注册过，"
-              "而本笔记本从未运行那段代码。请用 gradlib.register_gradient 以你自己的名字注册修正后的梯度函数，"
-              "再把 Sign 映射到这个名字。",
+              "而本笔记本从未运行那段代码。请在你的单元格中用 gradlib.register_gradient 注册同事的梯度函数"
+              "（用这个名字或你自己取的名字），再把 Sign 映射到这个名字。",
     },
     "unregistered": {
         "en": "tf.gradients raised LookupError: the map sends Sign to {names}, but no gradient is registered "
@@ -360,55 +390,112 @@ MESSAGES_EX2 = {
     },
     "no_map": {
         "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: binarize never entered "
-              "gradient_override_map.",
-        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：binarize 从未进入 gradient_override_map。",
+              "gradient_override_map. Keep the colleague's map.",
+        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：binarize 从未进入 gradient_override_map。"
+              "请保留同事的覆盖映射。",
     },
     "outer_graph": {
         "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: the map was entered on a "
               "graph other than the one the Sign op was built in (a graph fetched once, outside binarize). "
-              "Call tf.compat.v1.get_default_graph() inside binarize.",
+              "With this bug left the layers before binarize learn nothing, so it is not the one the network "
+              "survives: call tf.compat.v1.get_default_graph() inside binarize.",
         "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：覆盖映射是在另一个计算图上进入的，"
               "而不是构建 Sign 算子的那个计算图（一个在 binarize 之外只获取一次的计算图）。"
+              "留着这个错误，binarize 之前的各层什么也学不到，所以它不是网络能带着训练的那个错误："
               "请在 binarize 内部调用 tf.compat.v1.get_default_graph()。",
     },
     "key": {
         "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: the keys of your map are "
               "{keys}, and TensorFlow does not check them. A key is an op type spelled as op.type prints "
-              "it: \"Sign\".",
+              "it: \"Sign\". With this bug left the layers before binarize learn nothing, so it is not the one "
+              "the network survives.",
         "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：你的映射的键是 {keys}，而 TensorFlow "
-              "不检查键。键是算子类型，写法与 op.type 打印出的一致：\"Sign\"。",
+              "不检查键。键是算子类型，写法与 op.type 打印出的一致：\"Sign\"。留着这个错误，binarize "
+              "之前的各层什么也学不到，所以它不是网络能带着训练的那个错误。",
+    },
+    "nested": {
+        "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: the map for Sign was entered "
+              "on the right graph, but your tf.sign was built inside a tf.cond, a tf.while_loop or a "
+              "tf.function (an if or a while on a tensor in a tf.function becomes one), and those build their "
+              "ops in a graph of their own, which the map never marks. Enter the map inside the branch, right "
+              "around tf.sign(x).",
+        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：Sign 的覆盖映射是在正确的计算图上进入的，"
+              "但你的 tf.sign 构建在 tf.cond、tf.while_loop 或 tf.function 之中（tf.function 中对张量的 if "
+              "或 while 也会变成它们），它们在自己的计算图中构建算子，映射不会给那里的算子打标记。"
+              "请在分支内部、紧贴着 tf.sign(x) 进入覆盖映射。",
+    },
+    "outside": {
+        "en": "your gradient is 0 everywhere, TensorFlow's own gradient of Sign: you entered a map for Sign "
+              "on the right graph, but no Sign op was created inside the with block. Create tf.sign(x) "
+              "inside the block.",
+        "zh": "你的梯度处处为 0，这是 TensorFlow 自带的 Sign 梯度：你在正确的计算图上进入了 Sign 的覆盖映射，"
+              "但 with 代码块内没有创建任何 Sign 算子。请在代码块内创建 tf.sign(x)。",
+    },
+    "custom_gradient": {
+        "en": "your binarize does not map Sign with gradient_override_map: it uses tf.custom_gradient, which "
+              "replaces the colleague's override instead of fixing it. This exercise is about the colleague's "
+              "bugs: keep the colleague's gradient function and map, and fix them.",
+        "zh": "你的 binarize 没有用 gradient_override_map 映射 Sign，而是用了 tf.custom_gradient：它取代了同事的"
+              "覆盖，而不是修正它。这个练习针对的是同事代码中的错误：请保留同事的梯度函数和覆盖映射，"
+              "并修正其中的错误。",
+    },
+    "bypass": {
+        "en": "your binarize gets its gradient without mapping Sign in gradient_override_map (with "
+              "gradlib.straight_through or tf.stop_gradient, for example), which replaces the colleague's "
+              "override instead of fixing it. This exercise is about the colleague's bugs: keep the "
+              "colleague's gradient function and map, and fix them.",
+        "zh": "你的 binarize 没有通过 gradient_override_map 映射 Sign 就得到了梯度（例如用了 "
+              "gradlib.straight_through 或 tf.stop_gradient），这取代了同事的覆盖，而不是修正它。"
+              "这个练习针对的是同事代码中的错误：请保留同事的梯度函数和覆盖映射，并修正其中的错误。",
+    },
+    "bug3_left": {
+        "en": "the override now takes effect and the layers before binarize learn, but at x = {x} (upstream "
+              "gradient {g}) your gradient is {got}; BinaryNet's is {expected}, zero where |x| > 1. Your mask "
+              "passes the upstream gradient everywhere: it is computed from op.outputs[0] = sign(x), which is "
+              "always within [-1, 1]. That is the third bug, the one the network survives: mask by the input "
+              "of Sign, op.inputs[0].",
+        "zh": "覆盖映射现在生效了，binarize 之前的各层也能学习；但在 x = {x} 处（上游梯度为 {g}）你的梯度为 "
+              "{got}，而 BinaryNet 的梯度是 {expected}：在 |x| > 1 处为 0。你的掩码处处让上游梯度通过，因为它由 "
+              "op.outputs[0] = sign(x) 计算，而 sign(x) 总在 [-1, 1] 之内。这就是第三个错误，也是网络能带着"
+              "照常训练的那个：请用 Sign 的输入 op.inputs[0] 计算掩码。",
+    },
+    "chapter": {
+        "en": "you mapped Sign to 'BinaryNetSign', the chapter's gradient function, which has none of the "
+              "colleague's bugs. The gradient is right, but the exercise asks you to fix the colleague's code: "
+              "keep the colleague's gradient function (registered in your cell) and fix its bugs.",
+        "zh": "你把 Sign 映射到了 'BinaryNetSign'，即本章自己的梯度函数，它没有同事代码中的任何错误。"
+              "梯度是对的，但这个练习要求修正同事的代码：请保留同事的梯度函数（在你的单元格中注册），并修正其中的错误。",
     },
     "identity": {
-        "en": "at x = {x} your gradient is {got}; expected {expected} because |x| > 1: mapping Sign to "
-              "\"Identity\" passes the gradient everywhere, BinaryNet blocks it where |x| > 1.",
-        "zh": "在 x = {x} 处你的梯度为 {got}，应为 {expected}，因为 |x| > 1：把 Sign 映射到 \"Identity\" "
-              "会让梯度处处通过，而 BinaryNet 在 |x| > 1 处阻断它。",
-    },
-    "outputs": {
-        "en": "at x = {x} your gradient is {got}; expected {expected} because |x| > 1. Your mask lets the "
-              "gradient through everywhere: a mask computed from op.outputs[0], which is sign(x) and always "
-              "within [-1, 1], does that. Test the input, op.inputs[0].",
-        "zh": "在 x = {x} 处你的梯度为 {got}，应为 {expected}，因为 |x| > 1。你的掩码让梯度处处通过："
-              "用 op.outputs[0] 计算掩码就会这样，因为它是 sign(x)，总在 [-1, 1] 之内。"
-              "请检查输入 op.inputs[0]。",
+        "en": "you mapped Sign to \"Identity\", TensorFlow's gradient of Identity, not the colleague's gradient "
+              "function. Keep colleague_sign_grad, registered in your cell, and map Sign to its name.",
+        "zh": "你把 Sign 映射到了 \"Identity\"，这是 TensorFlow 为 Identity 写的梯度，而不是同事的梯度函数。"
+              "请保留 colleague_sign_grad，在你的单元格中注册它，并把 Sign 映射到它的注册名。",
     },
     "upstream": {
-        "en": "with the upstream gradient {g} at x = {x} your gradient is {got}; expected {expected}: "
-              "pass the upstream gradient grad through where |x| ≤ 1, do not replace it by 1.",
-        "zh": "当上游梯度为 {g} 时，在 x = {x} 处你的梯度为 {got}，应为 {expected}："
-              "在 |x| ≤ 1 处要让上游梯度 grad 原样通过，而不是用 1 代替它。",
+        "en": "with the upstream gradient {g} at x = {x} your gradient is {got}; expected {expected}: a "
+              "gradient function lets the upstream gradient grad through, it does not replace it by 1.",
+        "zh": "当上游梯度为 {g} 时，在 x = {x} 处你的梯度为 {got}，应为 {expected}：梯度函数要让上游梯度 "
+              "grad 原样通过，而不是用 1 代替它。",
     },
-    "inside": {"en": "|x| ≤ 1", "zh": "|x| ≤ 1"},
-    "outside": {"en": "|x| > 1", "zh": "|x| > 1"},
     "wrong": {
-        "en": "at x = {x} (upstream gradient {g}) your gradient is {got}; expected {expected} because {reason}.",
-        "zh": "在 x = {x} 处（上游梯度为 {g}）你的梯度为 {got}，应为 {expected}，因为 {reason}。",
+        "en": "at x = {x} (upstream gradient {g}) your gradient is {got}; expected {expected}, BinaryNet's "
+              "gradient: the upstream gradient where |x| <= 1 and 0 beyond.",
+        "zh": "在 x = {x} 处（上游梯度为 {g}）你的梯度为 {got}；应为 {expected}，即 BinaryNet 的梯度："
+              "在 |x| <= 1 处为上游梯度，超出之处为 0。",
     },
     "passed": {
-        "en": "correct: forward tf.sign(x) and BinaryNet's gradient on {n} points, including 0 and ±1, "
-              "for a 1-D and a 2-D input, with random upstream gradients.",
-        "zh": "正确：在包括 0 与 ±1 在内的 {n} 个点上，对一维和二维输入、随机上游梯度，"
-              "前向都是 tf.sign(x)，梯度都是 BinaryNet 的梯度。",
+        "en": "correct: with the key \"Sign\" and the graph fetched inside binarize the map takes effect, and "
+              "the mask computed from the input of Sign, op.inputs[0], gives BinaryNet's gradient: the upstream "
+              "gradient where |x| <= 1 and 0 beyond ({n} points, including 0 and ±1, 1-D and 2-D, random upstream "
+              "gradients). Bugs 1 and 2 each leave Sign's own zero gradient, so nothing before binarize learns; "
+              "the network survives bug 3, whose mask from op.outputs[0] = sign(x) passes the gradient "
+              "everywhere: a straight-through estimator without BinaryNet's clip.",
+        "zh": "正确：键写成 \"Sign\"、并在 binarize 内部获取计算图之后，覆盖映射生效；掩码由 Sign 的输入 "
+              "op.inputs[0] 计算，给出 BinaryNet 的梯度：在 |x| <= 1 处为上游梯度，超出之处为 0（共 {n} 个点，"
+              "包括 0 与 ±1，一维和二维输入，随机上游梯度）。错误 1 和错误 2 都会留下 Sign 自带的零梯度，"
+              "binarize 之前的各层什么也学不到；网络能带着错误 3 照常训练：由 op.outputs[0] = sign(x) "
+              "计算的掩码处处让梯度通过，相当于没有 BinaryNet 截断的直通估计器。",
     },
 }
 
@@ -498,13 +585,26 @@ def _build_ex2(answer, x_np, up_np, lang):
     return y, gradient, records, box["graph"]
 
 
+# Ops whose graph-valued attributes hold other graphs: a branch, a loop body, a function.
+NESTED_OP_TYPES = {"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+                   "PartitionedCall", "StatefulPartitionedCall"}
+CHAPTER_GRADIENT = "BinaryNetSign"  # the name the chapter registers BinaryNet's gradient under
+
+
+def _marked_sign_ops(graph) -> bool:
+    """True when a Sign op of ``graph`` itself carries an override mark."""
+    return any(op.type == "Sign" and "_gradient_op_type" in op.node_def.attr for op in graph.get_operations())
+
+
 def _diagnose_ex2(x, up, got, records, graph, lang):
+    """Name the mistake behind a wrong gradient; return quietly when it is the expected one.
+
+    The expected gradient is the colleague's with all three bugs fixed,
+    BinaryNet's: the upstream gradient where ``|x| <= 1``, 0 beyond.
+    """
     expected = np.where(np.abs(x) <= CLIP, up, 0.0).astype(np.float32)
-    wrong = ~np.isclose(got, expected, rtol=1e-5, atol=1e-6)
-    if not wrong.any():
-        return
-    i = np.unravel_index(int(np.flatnonzero(wrong)[0]), x.shape)
-    values = dict(x=fmt(x[i]), g=fmt(up[i]), got=fmt(got[i]), expected=fmt(expected[i]))
+    targets = _sign_targets(records, graph)
+    marked = _marked_sign_ops(graph)
     if not np.any(got):  # Sign's own gradient: the override never took effect
         if not records:
             raise Mismatch(message(MESSAGES_EX2, "no_map", lang))
@@ -514,13 +614,29 @@ def _diagnose_ex2(x, up, got, records, graph, lang):
         keys = sorted({str(k) for m in on_graph if m for k in m})
         if "Sign" not in keys:
             raise Mismatch(message(MESSAGES_EX2, "key", lang, keys=", ".join(repr(k) for k in keys) or "{}"))
-    if _close(got, up):
-        key = "identity" if "Identity" in _sign_targets(records, graph) else "outputs"
-        raise Mismatch(message(MESSAGES_EX2, key, lang, **values))
-    if _close(got, np.where(np.abs(x) <= CLIP, 1.0, 0.0)):
-        raise Mismatch(message(MESSAGES_EX2, "upstream", lang, **values))
-    reason = message(MESSAGES_EX2, "inside" if abs(x[i]) <= CLIP else "outside", lang)
-    raise Mismatch(message(MESSAGES_EX2, "wrong", lang, reason=reason, **values))
+        if not marked:
+            nested = any(op.type in NESTED_OP_TYPES for op in graph.get_operations())
+            raise Mismatch(message(MESSAGES_EX2, "nested" if nested else "outside", lang))
+    if not targets or not marked:  # a gradient that does not come through a Sign override
+        custom = any(m and any(str(v).startswith("CustomGradient") for v in m.values()) for _, m in records)
+        raise Mismatch(message(MESSAGES_EX2, "custom_gradient" if custom else "bypass", lang))
+    if _close(got, expected):
+        if CHAPTER_GRADIENT in targets:
+            raise Mismatch(message(MESSAGES_EX2, "chapter", lang))
+        return
+    wrong = ~np.isclose(got, expected, rtol=1e-5, atol=1e-6)
+    i = np.unravel_index(int(np.flatnonzero(wrong)[0]), x.shape)
+    if _close(got, up):  # the upstream gradient everywhere: the mask passes all
+        if "Identity" in targets:
+            raise Mismatch(message(MESSAGES_EX2, "identity", lang))
+        raise Mismatch(message(MESSAGES_EX2, "bug3_left", lang, x=fmt(x[i]), g=fmt(up[i]), got=fmt(got[i]),
+                               expected=fmt(expected[i])))
+    for ones in (np.ones_like(up), np.where(np.abs(x) <= CLIP, 1.0, 0.0)):  # 1 in place of the upstream gradient
+        if _close(got, ones):
+            raise Mismatch(message(MESSAGES_EX2, "upstream", lang, x=fmt(x[i]), g=fmt(up[i]), got=fmt(got[i]),
+                                   expected=fmt(expected[i])))
+    raise Mismatch(message(MESSAGES_EX2, "wrong", lang, x=fmt(x[i]), g=fmt(up[i]), got=fmt(got[i]),
+                           expected=fmt(expected[i])))
 
 
 @exercise("ch03-ex2", MESSAGES_EX2, answer="binarize")
