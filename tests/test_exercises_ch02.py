@@ -133,12 +133,21 @@ def test_ex1_multiplicative_variant_is_named():
 
     feedback = exercises.check("ch02-ex1", multiplicative)
     assert not feedback.passed
-    assert feedback.message == ("your value is NaN at x = 0: that is the multiplicative variant "
-                                "tf.stop_gradient(f(x) / g(x)) * g(x), which divides by g(0) = 0 (and whose gradient "
-                                "is (f/g)·g', not g'). Use the additive trick, as in "
-                                "g(x) + tf.stop_gradient(tf.sign(x) - g(x)).")
+    assert feedback.message == ("your value is NaN at x = 0 only: something in it divides by x (or takes log|x|) "
+                                "there, as the multiplicative variant tf.stop_gradient(f(x) / g(x)) * g(x) does, "
+                                "which divides by g(0) = 0 (and whose gradient is (f/g)·g', not g'). Use the "
+                                "additive trick, as in g(x) + tf.stop_gradient(tf.sign(x) - g(x)).")
     zh = exercises.check("ch02-ex1", multiplicative, lang="zh").message
-    assert zh.startswith("你的前向值在 x = 0 处为 NaN：这是乘法变体") and "请使用加法形式的技巧" in zh
+    assert zh.startswith("你的前向值只在 x = 0 处为 NaN：其中有某一步在那里除以 x") and "请使用加法形式的技巧" in zh
+
+
+def test_ex1_a_nan_at_zero_from_a_log_is_not_called_multiplicative():
+    def with_log(x):  # the additive trick plus 0 * log|x|: NaN at 0, but no division by g
+        t = tf.clip_by_value(x, -1.0, 1.0)
+        return t + tf.stop_gradient(tf.sign(x) - t) + 0.0 * tf.math.log(tf.abs(x))
+
+    message = exercises.check("ch02-ex1", with_log).message
+    assert message.startswith("your value is NaN at x = 0 only: something in it divides by x (or takes log|x|)")
 
 
 def test_ex1_other_nan_values_get_the_generic_message():

@@ -67,11 +67,12 @@ MESSAGES = {
               "或 2 * hard_sigmoid(x) - 1，它们在那里的斜率为 1。",
     },
     "ste_multiplicative": {
-        "en": "your value is NaN at x = 0: that is the multiplicative variant tf.stop_gradient(f(x) / g(x)) * g(x), "
-              "which divides by g(0) = 0 (and whose gradient is (f/g)·g', not g'). Use the additive trick, "
+        "en": "your value is NaN at x = 0 only: something in it divides by x (or takes log|x|) there, as the "
+              "multiplicative variant tf.stop_gradient(f(x) / g(x)) * g(x) does, which divides by g(0) = 0 "
+              "(and whose gradient is (f/g)·g', not g'). Use the additive trick, "
               "as in g(x) + tf.stop_gradient(tf.sign(x) - g(x)).",
-        "zh": "你的前向值在 x = 0 处为 NaN：这是乘法变体 tf.stop_gradient(f(x) / g(x)) * g(x)，它要除以 "
-              "g(0) = 0（而且它的梯度是 (f/g)·g'，而不是 g'）。请使用加法形式的技巧，例如 "
+        "zh": "你的前向值只在 x = 0 处为 NaN：其中有某一步在那里除以 x（或取 log|x|），就像乘法变体 "
+              "tf.stop_gradient(f(x) / g(x)) * g(x) 那样，它要除以 g(0) = 0（而且它的梯度是 (f/g)·g'，而不是 g'）。请使用加法形式的技巧，例如 "
               "g(x) + tf.stop_gradient(tf.sign(x) - g(x))。",
     },
     "ste_boundary": {
@@ -457,7 +458,7 @@ def _diagnose_ste(x, y, g, lang: str) -> str:
 
 
 def _diagnose_ste_nan(x, y, lang: str) -> str:
-    """The message for a value that is NaN or inf at x = 0 only: the multiplicative variant."""
+    """The message for a value that is NaN or inf at x = 0 only: a division by x there, as in the multiplicative variant."""
     bad = ~np.isfinite(y)
     if bad.any() and np.all(x[bad] == 0):
         return message(MESSAGES, "ste_multiplicative", lang)
