@@ -143,6 +143,8 @@ def test_ex1_the_likely_mistakes_are_named(answer, en, zh):
         (lambda op, *g: [tf.cast(g[0], tf.int32), None], "dtype int32"),
         (lambda op, *g: 1 / 0, "raised ZeroDivisionError"),
         (lambda op, *g: [g[0] * np.nan, None], "NaN"),
+        (lambda op, g, gc: [tf.clip_by_value(g, -op.inputs[1], op.inputs[1]), op.inputs[1] * np.nan],
+         "the gradient you returned for c is nan for c = 0.5"),
         ("not a function", "must be a function"),
     ],
 )
@@ -267,9 +269,19 @@ def test_ex2_reference_passes(lang):
     assert "op.inputs[0]" in feedback.message
 
 
+def map_inside_the_branch(x):  # the chapter's advice: enter the map where the Sign is built
+    return tf.cond(tf.reduce_sum(x) > -100.0, lambda: binarize(x), lambda: -binarize(x))
+
+
+def map_inside_a_function(x):
+    return tf.function(binarize)(x)
+
+
 @pytest.mark.parametrize("answer", [
     _mapped("TestCh03FixedByCast"),
     lambda x: _mapped("TestCh03Fixed")(x) * 1.0,
+    map_inside_the_branch,
+    map_inside_a_function,
 ])
 def test_ex2_other_answers_that_keep_the_override_pass(answer):
     feedback = exercises.check("ch03-ex2", answer)
@@ -329,7 +341,7 @@ def test_ex2_the_likely_mistakes_are_named(answer, en, zh):
         (map_around_function, "your tf.sign was built inside a tf.cond, a tf.while_loop or a tf.function"),
         (sign_after_the_block, "no Sign op was created inside the with block"),
         (mapped_to_identity, "you mapped Sign to \"Identity\", TensorFlow's gradient of Identity"),
-        (_mapped("TestCh03PassThrough"), "That is the third bug"),
+        (_mapped("TestCh03PassThrough"), "passes the upstream gradient everywhere, as the colleague's mask does"),
         (python_name, "the map sends Sign to '_from_output_grad', but no gradient is registered under that name"),
         (ignores_upstream, "lets the upstream gradient grad through, it does not replace it by 1"),
         (tf.sign, "binarize never entered gradient_override_map"),

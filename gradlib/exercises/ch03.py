@@ -311,8 +311,10 @@ def check_clip_grad(answer, lang):
         if for_c is None:
             continue
         value = to_array(for_c)
-        if value is None or value.dtype.kind not in "biuf" or value.size != 1 or not np.isfinite(value).all():
+        if value is None or value.dtype.kind not in "biuf" or value.size != 1:
             raise Mismatch(message(MESSAGES_EX1, "grad_for_c", lang, c=fmt(c), got=_short(for_c)))
+        if not np.isfinite(value).all():
+            raise Mismatch(message(MESSAGES_EX1, "grad_for_c", lang, c=fmt(c), got=fmt(value.item())))
         if value.item() != 0:
             raise Mismatch(message(MESSAGES_EX1, "grad_for_c", lang, c=fmt(c), got=fmt(value.item())))
     return message(MESSAGES_EX1, "passed", lang, cs=", ".join(fmt(c) for c in THRESHOLDS), n=UPSTREAM_EX1.size)
@@ -450,13 +452,13 @@ MESSAGES_EX2 = {
     },
     "bug3_left": {
         "en": "the override now takes effect and the layers before binarize learn, but at x = {x} (upstream "
-              "gradient {g}) your gradient is {got}; BinaryNet's is {expected}, zero where |x| > 1. Your mask "
-              "passes the upstream gradient everywhere: it is computed from op.outputs[0] = sign(x), which is "
-              "always within [-1, 1]. That is the third bug, the one the network survives: mask by the input "
-              "of Sign, op.inputs[0].",
+              "gradient {g}) your gradient is {got}; BinaryNet's is {expected}, zero where |x| > 1. Your "
+              "gradient function passes the upstream gradient everywhere, as the colleague's mask does: it is "
+              "computed from op.outputs[0] = sign(x), which is always within [-1, 1]. That is the third bug, "
+              "the one the network survives: mask by the input of Sign, op.inputs[0].",
         "zh": "覆盖映射现在生效了，binarize 之前的各层也能学习；但在 x = {x} 处（上游梯度为 {g}）你的梯度为 "
-              "{got}，而 BinaryNet 的梯度是 {expected}：在 |x| > 1 处为 0。你的掩码处处让上游梯度通过，因为它由 "
-              "op.outputs[0] = sign(x) 计算，而 sign(x) 总在 [-1, 1] 之内。这就是第三个错误，也是网络能带着"
+              "{got}，而 BinaryNet 的梯度是 {expected}：在 |x| > 1 处为 0。你的梯度函数处处让上游梯度通过，"
+              "同事的掩码正是如此：它由 op.outputs[0] = sign(x) 计算，而 sign(x) 总在 [-1, 1] 之内。这就是第三个错误，也是网络能带着"
               "照常训练的那个：请用 Sign 的输入 op.inputs[0] 计算掩码。",
     },
     "chapter": {
@@ -521,9 +523,9 @@ def _recording_override_maps():
         tf.Graph.gradient_override_map = original
 
 
-def _sign_targets(records, graph) -> List[str]:
-    """The names the maps entered on ``graph`` send ``Sign`` to."""
-    return [str(m["Sign"]) for g, m in records if g is graph and m and "Sign" in m]
+def _sign_targets(records) -> List[str]:
+    """The names the recorded maps send ``Sign`` to, on whichever graph they were entered."""
+    return [str(m["Sign"]) for _, m in records if m and "Sign" in m]
 
 
 def _python_function_names(answer) -> set:
@@ -569,7 +571,7 @@ def _build_ex2(answer, x_np, up_np, lang):
         try:
             gradient = tf.gradients(y, x, grad_ys=tf.constant(up_np))[0]
         except LookupError:
-            raise Mismatch(_lookup_message(answer, sorted(set(_sign_targets(records, graph))), lang)) from None
+            raise Mismatch(_lookup_message(answer, sorted(set(_sign_targets(records))), lang)) from None
         except Exception as err:
             raise Mismatch(message(MESSAGES_EX2, "tf_error", lang, error=type(err).__name__,
                                    detail=describe(err))) from None
@@ -603,8 +605,8 @@ def _diagnose_ex2(x, up, got, records, graph, lang):
     BinaryNet's: the upstream gradient where ``|x| <= 1``, 0 beyond.
     """
     expected = np.where(np.abs(x) <= CLIP, up, 0.0).astype(np.float32)
-    targets = _sign_targets(records, graph)
-    marked = _marked_sign_ops(graph)
+    targets = _sign_targets(records)  # a map entered inside a branch or a tf.function counts too
+    marked = any(_marked_sign_ops(g) for g in {graph, *(g for g, _ in records)})
     if not np.any(got):  # Sign's own gradient: the override never took effect
         if not records:
             raise Mismatch(message(MESSAGES_EX2, "no_map", lang))
