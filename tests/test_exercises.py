@@ -394,14 +394,76 @@ def test_ch01_ex3_keras_message_is_cut_at_a_sentence_not_mid_word():
 
 
 def test_ch01_ex3_no_projection_is_named():
+    # on the first case tf.clip_by_value before each step never clips: the message names that loop too
     feedback = exercises.check("ch01-ex3", without_projection)
     assert not feedback.passed
     assert feedback.message == (
         "loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [1.1808, 0.5904], of norm 1.32017: where "
-        "plain gradient descent ends, with no projection at all; the expected w is [0.8944, 0.4472]. Project after "
-        "every optimizer step: w.assign(tf.clip_by_norm(w, 1.0)) after apply_gradients.")
-    assert "before" not in feedback.message
-    assert "这是完全不投影的普通梯度下降的结果" in exercises.check("ch01-ex3", without_projection, lang="zh").message
+        "plain gradient descent ends, with no projection at all (on this loss, tf.clip_by_value(w, -1, 1) before "
+        "each step ends there too); the expected w is [0.8944, 0.4472]. Project after every optimizer step: "
+        "w.assign(tf.clip_by_norm(w, 1.0)) after apply_gradients.")
+    assert "projects before each optimizer step" not in feedback.message
+    zh = exercises.check("ch01-ex3", without_projection, lang="zh").message
+    assert "这是完全不投影的普通梯度下降的结果（在这个损失上，每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果）" in zh
+
+
+def box_before_the_step(loss_fn, w, steps, learning_rate=0.1):  # two mistakes: the box, and before the step
+    optimizer = keras.optimizers.SGD(learning_rate)
+    for _ in range(steps):
+        w.assign(tf.clip_by_value(w, -UNIT_BALL, UNIT_BALL))
+        with tf.GradientTape() as tape:
+            loss = loss_fn(w)
+        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+    return w
+
+
+def box_once_after_the_loop(loss_fn, w, steps):  # two mistakes: the box, and only once
+    w = without_projection(loss_fn, w, steps)
+    w.assign(tf.clip_by_value(w, -UNIT_BALL, UNIT_BALL))
+    return w
+
+
+def test_ch01_ex3_clip_by_value_before_each_step_is_named_with_no_projection():
+    # the first case's path stays inside the box before every step, so this loop ends where plain descent does;
+    # the message says so instead of telling the reader they did not project
+    feedback = exercises.check("ch01-ex3", box_before_the_step)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
+                                       "[1.1808, 0.5904], of norm 1.32017: where plain gradient descent ends, with "
+                                       "no projection at all (on this loss, tf.clip_by_value(w, -1, 1) before each "
+                                       "step ends there too);")
+    assert feedback.message.endswith("w.assign(tf.clip_by_norm(w, 1.0)) after apply_gradients.")
+    zh = exercises.check("ch01-ex3", box_before_the_step, lang="zh").message
+    assert "每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果" in zh
+
+
+def test_ch01_ex3_clip_by_value_once_after_the_loop_is_named_with_the_box():
+    feedback = exercises.check("ch01-ex3", box_once_after_the_loop)
+    assert not feedback.passed
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
+                                       "[1.    , 0.5904]: where the loop ends when each step is followed by "
+                                       "tf.clip_by_value(w, -1, 1) (on this loss, one tf.clip_by_value after the "
+                                       "loop ends there too); expected [0.8944, 0.4472].")
+    assert feedback.message.endswith("when its norm exceeds 1, after every optimizer step.")
+    zh = exercises.check("ch01-ex3", box_once_after_the_loop, lang="zh").message
+    assert "循环结束后只调用一次 tf.clip_by_value 也会得到这个结果" in zh
+    assert "请在每次优化器更新之后调用 tf.clip_by_norm(w, 1.0)" in zh
+
+
+def test_ch01_ex3_the_combined_mistakes_are_named_only_where_they_coincide(monkeypatch):
+    # the "also" clause is decided per case: on a case that starts outside the box and crosses it, clip_by_value
+    # before each step does clip and once after the loop differs from after each step (all seven loops end
+    # apart), so the messages name one loop only
+    from gradlib.exercises import ch01
+    monkeypatch.setattr(ch01, "TRAIN_CASES", [((0.2, 2.0), (1.0, 1.0), (1.5, 0.0), 4)])
+    for answer, named, left_out in ((without_projection, "with no projection at all; the expected w",
+                                     "before each step ends there too"),
+                                    (onto_the_box, "followed by tf.clip_by_value(w, -1, 1); expected",
+                                     "after the loop ends there too")):
+        feedback = exercises.check("ch01-ex3", answer)
+        assert not feedback.passed
+        assert named in feedback.message and left_out not in feedback.message
+        assert "也会得到这个结果" not in exercises.check("ch01-ex3", answer, lang="zh").message
 
 
 def test_ch01_ex3_a_projection_before_the_step_is_named():
@@ -421,7 +483,8 @@ def test_ch01_ex3_a_projection_onto_the_box_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
                                        "[1.    , 0.5904]: where the loop ends when each step is followed by "
-                                       "tf.clip_by_value(w, -1, 1); expected [0.8944, 0.4472].")
+                                       "tf.clip_by_value(w, -1, 1) (on this loss, one tf.clip_by_value after the "
+                                       "loop ends there too); expected [0.8944, 0.4472].")
     assert "onto the box [-1, 1]^2, not onto the unit ball. Use tf.clip_by_norm(w, 1.0)" in feedback.message
     assert "before the step" not in feedback.message and "not before" not in feedback.message
     zh = exercises.check("ch01-ex3", onto_the_box, lang="zh")

@@ -21,7 +21,10 @@
   where the constraint binds and the path bends, so that the two differ),
   each step followed by ``tf.clip_by_value(w, -1, 1)``, the box instead of
   the ball (``box``), the projection before each step instead of after it
-  (``before_step``), and no projection at all (``no_projection``).
+  (``before_step``), and no projection at all (``no_projection``).  Where a
+  combined mistake ends at the same w (``ALSO``: ``clip_by_value`` once after
+  the loop, or before each step), the message names it too
+  (``box_also``, ``no_projection_also``).
 
 Every reference below is a closed form in NumPy, independent of the chapter's
 solutions.
@@ -127,11 +130,15 @@ MESSAGES = {
               "tf.clip_by_norm(w, 1.0)）；w 应为 {expected}。",
     },
     "no_projection": {
-        "en": "your w is {got}, of norm {norm}: where plain gradient descent ends, with no projection at all; the "
-              "expected w is {expected}. Project after every optimizer step: w.assign(tf.clip_by_norm(w, 1.0)) after "
-              "apply_gradients.",
-        "zh": "你的 w 为 {got}，范数为 {norm}：这是完全不投影的普通梯度下降的结果；w 应为 {expected}。请在每次优化器更新之后"
+        "en": "your w is {got}, of norm {norm}: where plain gradient descent ends, with no projection at all{also}; "
+              "the expected w is {expected}. Project after every optimizer step: w.assign(tf.clip_by_norm(w, 1.0)) "
+              "after apply_gradients.",
+        "zh": "你的 w 为 {got}，范数为 {norm}：这是完全不投影的普通梯度下降的结果{also}；w 应为 {expected}。请在每次优化器更新之后"
               "投影：在 apply_gradients 之后调用 w.assign(tf.clip_by_norm(w, 1.0))。",
+    },
+    "no_projection_also": {  # tf.clip_by_value before each step, when it never clips on this case
+        "en": " (on this loss, tf.clip_by_value(w, -1, 1) before each step ends there too)",
+        "zh": "（在这个损失上，每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果）",
     },
     "before_step": {
         "en": "your w is {got}, of norm {norm}: where the loop ends when it projects before each optimizer step "
@@ -141,13 +148,17 @@ MESSAGES = {
               "这样最后一步会把 w 留在球外：请在 apply_gradients 之后投影，而不是之前。",
     },
     "box": {
-        "en": "your w is {got}: where the loop ends when each step is followed by tf.clip_by_value(w, -1, 1); "
+        "en": "your w is {got}: where the loop ends when each step is followed by tf.clip_by_value(w, -1, 1){also}; "
               "expected {expected}. clip_by_value clips each coordinate on its own: that projects onto the box "
               "[-1, 1]^2, not onto the unit ball. Use tf.clip_by_norm(w, 1.0), which shrinks the whole vector when "
-              "its norm exceeds 1.",
-        "zh": "你的 w 为 {got}：这是每一步之后调用 tf.clip_by_value(w, -1, 1) 得到的结果；w 应为 {expected}。"
-              "clip_by_value 逐个坐标地截断，投影到的是方形区域 [-1, 1]^2，而不是单位球。请用 tf.clip_by_norm(w, 1.0)："
-              "范数超过 1 时，它把整个向量按比例缩小。",
+              "its norm exceeds 1, after every optimizer step.",
+        "zh": "你的 w 为 {got}：这是每一步之后调用 tf.clip_by_value(w, -1, 1) 得到的结果{also}；w 应为 {expected}。"
+              "clip_by_value 逐个坐标地截断，投影到的是方形区域 [-1, 1]^2，而不是单位球。请在每次优化器更新之后调用 "
+              "tf.clip_by_norm(w, 1.0)：范数超过 1 时，它把整个向量按比例缩小。",
+    },
+    "box_also": {  # tf.clip_by_value once after the loop, when it gives the same w on this case
+        "en": " (on this loss, one tf.clip_by_value after the loop ends there too)",
+        "zh": "（在这个损失上，循环结束后只调用一次 tf.clip_by_value 也会得到这个结果）",
     },
     "project_once": {
         "en": "your w is {got}: where plain gradient descent ends when it is projected only once, after the loop; "
@@ -307,6 +318,12 @@ def _projected_descent(target, scale, w0, steps, *, every_step=True, projection=
     return w if every_step else project(w)
 
 
+# combined mistakes that coincide with a named one on some cases (on the first, clip_by_value before each
+# step never clips, and once after the loop it clips as after each step): the message then names both
+ALSO = {"no_projection": dict(projection="box", before_step=True),
+        "box": dict(projection="box", every_step=False)}
+
+
 def _close_to(a, b) -> bool:
     return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
@@ -378,7 +395,9 @@ def check_train(answer, lang):
                              ("before_step", dict(before_step=True)), ("no_projection", dict(projection="none"))):
             wrong = _projected_descent(target, scale, w0, steps, **options)
             if not _close_to(wrong, expected) and _close_to(got, wrong):
-                raise Mismatch(where + _text(key, lang, **values))
+                also = ALSO.get(key)  # a combined mistake that ends at the same w on this case is named too
+                same = also is not None and _close_to(got, _projected_descent(target, scale, w0, steps, **also))
+                raise Mismatch(where + _text(key, lang, also=_text(key + "_also", lang) if same else "", **values))
         if norm > 1 + 1e-4:
             raise Mismatch(where + _text("not_projected", lang, got=fmt(got), norm=fmt(norm),
                                          expected=fmt(expected)))
