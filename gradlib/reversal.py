@@ -2,6 +2,7 @@ r"""The gradient reversal layer of domain-adversarial training (DANN)."""
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -36,10 +37,15 @@ def gradient_reversal(x, lam=1.0):
 
     Raises:
         TypeError: ``x`` is not floating, or ``lam`` is not a real number/tensor.
+        ValueError: ``lam`` is a Python (or NumPy) number that is NaN or
+            infinite (a tensor or a variable is not inspected: its value may
+            only be known when the graph runs), or ``lam`` is not a scalar.
     """
     x = float_tensor(x, "x")
-    if isinstance(lam, bool):
+    if isinstance(lam, (bool, np.bool_)):
         raise TypeError("`lam` must be a real number or a floating tensor; got a bool")
+    if isinstance(lam, numbers.Real) and not math.isfinite(lam):
+        raise ValueError(f"`lam` must be a finite number; got {lam!r}: every gradient would be NaN or infinite")
     try:
         # Reads a Variable outside the custom op.  A Python number takes x's dtype
         # directly: through float32 first, lam=0.1 would be off for float64 x.
@@ -69,11 +75,14 @@ class GradientReversal(tf.keras.layers.Layer):
     Raises:
         TypeError: ``lam`` is not a real number (when the layer is made), or
             the layer's ``inputs`` are not floating (when it is called).
+        ValueError: ``lam`` is NaN or infinite (when the layer is made).
     """
 
     def __init__(self, lam: float = 1.0, **kwargs):
         if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, numbers.Real):
             raise TypeError(f"`lam` must be a real number; got {type(lam).__name__} {lam!r}")
+        if not math.isfinite(lam):
+            raise ValueError(f"`lam` must be a finite number; got {lam!r}")
         super().__init__(**kwargs)
         self._initial_lam = float(lam)
         self.lam = self.add_weight(name="lam", shape=(), trainable=False,

@@ -1,4 +1,4 @@
-"""Chapter 6's exercise checks: ch06-ex1 (custom_gradient GRL), ch06-ex2 (λ schedule), ch06-ex3 (GRL by the trick).
+"""Chapter 6's exercise checks: ch06-ex1 (custom_gradient GRL), ch06-ex2 (λ schedule), ch06-ex3 (a DANN loss, fixed).
 
 Each check must accept the reference solution and reasonable variants, reject
 the typical wrong answers with a specific message in both languages, and turn
@@ -32,28 +32,21 @@ def reverse_gradient_closure(x, lam):  # lam closed over, x the only input
     return op(x)
 
 
-def grl_trick(x, lam):  # the reference solution of ex3: exact, signed zeros included
+def grl_trick(x, lam):  # the exact stop_gradient trick: right values and gradients, but no custom gradient
     t = -lam * x
     return tf.stop_gradient(x) - (tf.stop_gradient(t) - t)
 
 
-def grl_trick_textbook(x, lam):  # the most likely wrong answer to ex3: rounds twice
+def grl_trick_textbook(x, lam):  # the textbook trick: rounds twice
     t = -lam * x
     return t + tf.stop_gradient(x - t)
 
 
-def grl_trick_added_zero(x, lam):  # exact except that -0.0 becomes +0.0
-    t = -lam * x
-    return tf.stop_gradient(x) + (t - tf.stop_gradient(t))
-
-
-def grl_trick_sum_first(x, lam):  # (x + t) - t: rounds too
-    t = -lam * x
-    return (tf.stop_gradient(x) + t) - tf.stop_gradient(t)
-
-
-def grl_trick_straight_through(x, lam):
-    return gradlib.straight_through(tf.identity, lambda v: -lam * v)(x)
+def _reversal_by(x, value):  # a reader's own reversal with a fixed factor (not gradlib's)
+    @tf.custom_gradient
+    def op(v):
+        return tf.identity(v), lambda dy: -value * dy
+    return op(x)
 
 
 def dann_lambda(p):
@@ -78,7 +71,7 @@ def ignores_upstream(x, lam):
 
 
 def ignores_lambda(x, lam):
-    return gradlib.gradient_reversal(x, 1.0)
+    return _reversal_by(x, 1.0)
 
 
 def not_reversed(x, lam):
@@ -87,24 +80,28 @@ def not_reversed(x, lam):
 
 def uses_numpy(x, lam):  # fine eagerly, breaks inside a tf.function
     value = lam.numpy() if hasattr(lam, "numpy") else lam
-    return gradlib.gradient_reversal(x, float(value))
+    return _reversal_by(x, float(value))
 
 
 def frozen_at_trace(x, lam):  # reads a variable once, when the tf.function is traced
     with tf.init_scope():
         value = float(lam.numpy()) if hasattr(lam, "numpy") else float(lam)
-    return gradlib.gradient_reversal(x, value)
+    return _reversal_by(x, value)
 
 
-def special_case_zero(x, lam):
-    if not isinstance(lam, (tf.Tensor, tf.Variable)) and lam == 0:
-        return tf.stop_gradient(x)
-    return grl_trick(x, lam)
+@tf.custom_gradient
+def gradient_for_lam(x, lam):  # grad_fn returns a gradient for lam, which gets none
+    return tf.identity(x), lambda dy: (-lam * dy, -tf.reduce_sum(x * dy))
+
+
+@tf.custom_gradient
+def zero_for_lam(x, lam):  # a zero is still a gradient
+    return tf.identity(x), lambda dy: (-lam * dy, tf.zeros_like(lam))
 
 
 # -- ch06-ex1 ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [reverse_gradient, reverse_gradient_closure, gradlib.gradient_reversal])
+@pytest.mark.parametrize("answer", [reverse_gradient, reverse_gradient_closure])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ex1_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch06-ex1", answer, lang=lang)
@@ -122,8 +119,51 @@ def test_ex1_trick_is_rejected_because_it_is_not_bit_exact():
     assert zh.message.startswith("当 λ = 0.5 时，在 x = ") and "并不严格等于 x" in zh.message
 
 
-def test_ex1_the_exact_trick_passes_too():
-    assert exercises.check("ch06-ex1", grl_trick).passed
+LIBRARY = "your code uses gradlib's own reversal (gradlib.gradient_reversal or the GradientReversal layer)"
+
+
+@pytest.mark.parametrize("answer", [
+    gradlib.gradient_reversal,                                  # the function itself
+    lambda x, lam: gradlib.gradient_reversal(x, lam),           # called inside the answer
+    lambda x, lam: gradlib.reversal.gradient_reversal(x, lam),  # imported another way
+    gradlib.GradientReversal(),                                 # the Keras layer
+    lambda x, lam: ignores_lambda(x, lam) + 0 * gradlib.gradient_reversal(x, lam),  # wrong, and uses it
+], ids=["function", "called", "module", "layer", "wrong-and-called"])
+def test_ex1_refuses_gradlibs_own_reversal(answer):
+    feedback = exercises.check("ch06-ex1", answer)
+    assert not feedback.passed and feedback.message.startswith(LIBRARY)
+    zh = exercises.check("ch06-ex1", answer, lang="zh")
+    assert not zh.passed and zh.message.startswith("你的代码用了 gradlib 自带的反转层")
+
+
+def test_ex1_refusing_the_library_leaves_it_working():
+    exercises.check("ch06-ex1", gradlib.gradient_reversal)
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = gradlib.gradient_reversal(x, 0.5)
+    assert gradlib.reversal._reverse.__name__ != "watched"
+    np.testing.assert_array_equal(tape.gradient(y, x), [-0.5, -0.5])
+
+
+def test_ex1_the_exact_trick_is_told_to_use_custom_gradient():
+    feedback = exercises.check("ch06-ex1", grl_trick)
+    assert not feedback.passed
+    assert feedback.message.startswith("your layer gives the right values and gradients, but without "
+                                       "tf.custom_gradient (the stop_gradient trick, for example).")
+    assert "decorate reverse_gradient with @tf.custom_gradient" in feedback.message
+    zh = exercises.check("ch06-ex1", grl_trick, lang="zh")
+    assert zh.message.startswith("你的层给出的值和梯度都正确，但没有用 tf.custom_gradient")
+
+
+@pytest.mark.parametrize("answer", [gradient_for_lam, zero_for_lam])
+def test_ex1_a_gradient_for_lam_is_refused(answer):
+    got = "0" if answer is zero_for_lam else ch06.fmt(-np.sum(ch06.POINTS, dtype=np.float32))  # -sum(x * dy), dy = 1
+    feedback = exercises.check("ch06-ex1", answer)
+    assert not feedback.passed
+    assert feedback.message == (f"with λ = 0.3 (a tensor), lam itself gets a gradient ({got} for an upstream "
+                                "gradient of 1): λ is a setting, not a parameter, so grad_fn must return None for it.")
+    assert "应当为它返回 None" in exercises.check("ch06-ex1", answer, lang="zh").message
 
 
 def test_ex1_exactness_message_shows_all_digits():
@@ -191,7 +231,8 @@ def test_ex1_lambda_frozen_at_trace_time_is_explained():
     feedback = exercises.check("ch06-ex1", frozen_at_trace)
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 1.5 (a tf.Variable set by assign, inside a tf.function), at x = ")
-    assert "still uses an old λ" in feedback.message
+    assert "still uses an old λ" in feedback.message and "tf.get_static_value(lam)" in feedback.message
+    assert "float(lam)" not in feedback.message  # AutoGraph makes float(lam) of a variable harmless
     assert "旧的 λ" in exercises.check("ch06-ex1", frozen_at_trace, lang="zh").message
 
 
@@ -204,7 +245,7 @@ def test_ex1_forward_that_scales_is_rejected():
 
 def test_ex1_answer_that_only_handles_vectors_is_rejected():
     def vector_only(x, lam):
-        return gradlib.gradient_reversal(tf.reshape(x, [-1]), lam)
+        return reverse_gradient(tf.reshape(x, [-1]), lam)
 
     feedback = exercises.check("ch06-ex1", vector_only)
     assert not feedback.passed and "shape [12]; expected [3, 4]" in feedback.message
@@ -213,53 +254,186 @@ def test_ex1_answer_that_only_handles_vectors_is_rejected():
 
 # -- ch06-ex3 ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [grl_trick, grl_trick_straight_through, reverse_gradient, gradlib.gradient_reversal])
+def bce(labels, logits):
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels, logits))
+
+
+def dann_loss_variant(*, reverse=True, sign=1.0, scale=False, reverse_label=False, reverse_after=False,
+                      reversal_lam=None, shift=0.0):
+    """The colleague's loss with each of its pieces switched on or off (defaults: the fixed loss)."""
+    def loss(model, x_source, y_source, x_target, lam):
+        f_source, f_target = model.features(x_source), model.features(x_target)
+        label_features = gradlib.gradient_reversal(f_source, lam) if reverse_label else f_source
+        label_loss = bce(y_source, model.label(label_features))
+        domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+        both = tf.concat([f_source, f_target], axis=0)
+        if reverse:
+            both = gradlib.gradient_reversal(both, lam if reversal_lam is None else reversal_lam)
+        logits = model.domain(both)
+        if reverse_after:
+            logits = gradlib.gradient_reversal(logits, lam)
+        domain_loss = bce(domains, logits)
+        return label_loss + sign * (lam if scale else 1.0) * domain_loss + shift
+    return loss
+
+
+def dann_loss(model, x_source, y_source, x_target, lam):  # the chapter's solution
+    f_source, f_target = model.features(x_source), model.features(x_target)
+    label_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y_source, model.label(f_source)))
+    domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+    both = gradlib.gradient_reversal(tf.concat([f_source, f_target], axis=0), lam)
+    domain_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(domains, model.domain(both)))
+    return label_loss + domain_loss
+
+
+def dann_loss_by_hand(model, x_source, y_source, x_target, lam):
+    """No reversal layer: the features' and the domain classifier's shares written with stop_gradient."""
+    f_source, f_target = model.features(x_source), model.features(x_target)
+    label_loss = bce(y_source, model.label(f_source))
+    domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+    both = tf.concat([f_source, f_target], axis=0)
+    head_part = bce(domains, model.domain(tf.stop_gradient(both)))   # moves G_d only
+    features_part = bce(domains, model.domain(both))                 # moves G_f (and G_d, taken back below)
+    head_only = bce(domains, tf.stop_gradient(model.domain(both)))   # the same value, no gradient
+    return label_loss + head_part - lam * (features_part - head_part) + 0 * head_only
+
+
+COLLEAGUE = dann_loss_variant(sign=-1.0, scale=True)  # the exercise's buggy code
+
+
+def domain_stopped(model, x_source, y_source, x_target, lam):  # the domain loss counted, never trained
+    f_source, f_target = model.features(x_source), model.features(x_target)
+    domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+    domain_loss = bce(domains, model.domain(tf.concat([f_source, f_target], axis=0)))
+    return bce(y_source, model.label(f_source)) + tf.stop_gradient(domain_loss)
+
+
+@pytest.mark.parametrize("answer", [dann_loss, dann_loss_variant(), dann_loss_by_hand])
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_ex3_correct_answers_pass(answer, lang):  # the check cannot tell a custom gradient from the trick
+def test_ex3_correct_answers_pass(answer, lang):
     feedback = exercises.check("ch06-ex3", answer, lang=lang)
     assert feedback.passed, feedback.message
+    assert "{0.5, 2}" in feedback.message
 
 
-def test_ex3_textbook_arrangement_is_told_it_rounds_twice():
-    feedback = exercises.check("ch06-ex3", grl_trick_textbook)
+PREFIX = "with λ = 0.5: one step of gradient descent on your loss gives the features "
+
+
+@pytest.mark.parametrize("answer, coefficients, hint, zh_hint", [
+    # the colleague's code, unchanged
+    (COLLEAGUE, "1 × ∇L_y and 0.25 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y (DANN: 1) and the "
+                "domain classifier -0.5 × ∇L_d", "That is the colleague's loss: the minus sign and the reversal "
+                "layer each flip", "这正是同事的损失"),
+    # the three likeliest wrong fixes: the paper's E without the reversal ...
+    (dann_loss_variant(reverse=False, sign=-1.0, scale=True), "1 × ∇L_y and -0.5 × ∇L_d (DANN: 1 and -0.5), the label "
+     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier -0.5 × ∇L_d", "The features are right now, but the "
+     "domain classifier climbs L_d: a minus sign in front of L_d", "特征现在是对的，但领域分类器在沿 L_d 上升"),
+    # ... the reversal kept and λ L_d added ...
+    (dann_loss_variant(scale=True), "1 × ∇L_y and -0.25 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y "
+     "(DANN: 1) and the domain classifier 0.5 × ∇L_d", "λ acts twice", "λ 起了两次作用"),
+    # ... and both flips removed
+    (dann_loss_variant(reverse=False), "1 × ∇L_y and 1 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y "
+     "(DANN: 1) and the domain classifier 1 × ∇L_d", "Nothing reverses the features' share of ∇L_d", "没有任何东西翻转"),
+    (dann_loss_variant(reverse=False, scale=True), "1 × ∇L_y and 0.5 × ∇L_d", "Nothing reverses", "没有任何东西翻转"),
+    # other mistakes with their own hint
+    (dann_loss_variant(reverse_label=True), "-0.5 × ∇L_y and -0.5 × ∇L_d", "through the reversal layer too",
+     "标签损失也经过反转层"),
+    (dann_loss_variant(reverse=False, reverse_after=True), "1 × ∇L_y and -0.5 × ∇L_d (DANN: 1 and -0.5), the label "
+     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier -0.5 × ∇L_d", "(or a reversal after the domain "
+     "classifier)", "放在领域分类器之后的反转层"),
+    (dann_loss_variant(reversal_lam=1.0), "1 × ∇L_y and -1 × ∇L_d", "not scaled by λ", "没有乘以 λ"),
+    (domain_stopped,
+     "1 × ∇L_y and 0 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y (DANN: 1) and the domain classifier "
+     "0 × ∇L_d", "The domain classifier gets no gradient at all", "领域分类器完全得不到梯度"),
+], ids=["colleague", "paper-E-no-reversal", "lambda-twice", "cooperative", "cooperative-scaled", "label-reversed",
+        "reversal-after-head", "lambda-missing", "domain-stopped"])
+def test_ex3_wrong_fixes_are_named(answer, coefficients, hint, zh_hint):
+    feedback = exercises.check("ch06-ex3", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("with λ = 0.5, at x = ") and "not exactly x" in feedback.message
-    assert "rounds twice" in feedback.message and "t − t is exactly 0" in feedback.message
-    count = int(feedback.message.split("(")[1].split(" of 202")[0])
-    x = tf.constant(ch06.EXACT_POINTS)
-    bits = grl_trick_textbook(x, 0.5).numpy().view(np.int32)
-    assert count == int(np.sum(bits != ch06.EXACT_POINTS.view(np.int32)))  # the real number, -0.0 included
-    zh = exercises.check("ch06-ex3", grl_trick_textbook, lang="zh")
-    assert "舍入两次" in zh.message and "t − t 恰好为 0" in zh.message
+    assert feedback.message.startswith(PREFIX + coefficients), feedback.message
+    assert hint in feedback.message
+    zh = exercises.check("ch06-ex3", answer, lang="zh")
+    assert not zh.passed and zh.message.startswith("当 λ = 0.5 时，对你的损失做一步梯度下降") and zh_hint in zh.message
 
 
-def test_ex3_sum_before_the_zero_is_told_it_rounds_too():
-    feedback = exercises.check("ch06-ex3", grl_trick_sum_first)
-    assert not feedback.passed and "(x + t) − t rounds twice" in feedback.message
+def test_ex3_the_colleagues_code_fails_for_both_signs_of_the_reason():
+    # the hint names both effects: the features help G_d, and G_d climbs L_d
+    message = exercises.check("ch06-ex3", COLLEAGUE).message
+    assert "the features help the domain classifier" in message and "climbs L_d" in message
 
 
-def test_ex3_added_zero_is_told_about_the_sign_of_zero():
-    feedback = exercises.check("ch06-ex3", grl_trick_added_zero)
+def test_ex3_a_loss_shifted_by_a_constant_has_the_right_gradients_but_is_refused():
+    feedback = exercises.check("ch06-ex3", dann_loss_variant(shift=0.5))
     assert not feedback.passed
-    assert feedback.message == ("with λ = 0.5, at x = −0.0: your value is +0.0. Every other value is exact, but "
-                                "adding a zero loses the sign of −0.0 (−0 + 0 = +0); subtracting it keeps it "
-                                "(−0 − 0 = −0).")
-    assert "−0.0 的符号" in exercises.check("ch06-ex3", grl_trick_added_zero, lang="zh").message
+    label_loss, domain_loss = ch06.loss_references()[:2]
+    assert feedback.message == (f"with λ = 0.5: the gradients are right, but your loss is "
+                                f"{ch06.fmt(label_loss + domain_loss + 0.5)}, not L_y + L_d = "
+                                f"{ch06.fmt(label_loss + domain_loss)}. A constant changes no gradient, but return "
+                                "label_loss + domain_loss, so that a log of the loss shows the two losses DANN trains on.")
+    assert "梯度都对" in exercises.check("ch06-ex3", dann_loss_variant(shift=0.5), lang="zh").message
 
 
-def test_ex3_says_bit_for_bit_when_correct():
-    assert "bit for bit (−0.0 included)" in exercises.check("ch06-ex3", grl_trick).message
+def test_ex3_a_term_outside_the_two_losses_is_reported():
+    def extra_term(model, x_source, y_source, x_target, lam):
+        return dann_loss(model, x_source, y_source, x_target, lam) + 0.1 * tf.reduce_sum(model.features.kernel ** 2)
 
-
-def test_ex3_none_for_lambda_zero_is_reported():
-    feedback = exercises.check("ch06-ex3", special_case_zero)
+    feedback = exercises.check("ch06-ex3", extra_term)
     assert not feedback.passed
-    assert feedback.message.startswith("with λ = 0, the gradient is None")
+    assert feedback.message.startswith("with λ = 0.5: the gradient your loss gives the features is not a multiple "
+                                       "of the gradients of L_y and L_d")
+    assert "特征的梯度" in exercises.check("ch06-ex3", extra_term, lang="zh").message
 
 
-def test_ex3_shares_the_gradient_messages():
-    feedback = exercises.check("ch06-ex3", lambda x, lam: x + tf.stop_gradient(x - x))
-    assert not feedback.passed and "not reversed" not in feedback.message and "sign" in feedback.message
+def test_ex3_a_wrong_answer_at_the_second_lambda_only_is_caught():
+    def right_at_half(model, x_source, y_source, x_target, lam):
+        return (dann_loss if lam == 0.5 else COLLEAGUE)(model, x_source, y_source, x_target, lam)
+
+    feedback = exercises.check("ch06-ex3", right_at_half)
+    assert not feedback.passed
+    assert feedback.message.startswith("with λ = 2: one step of gradient descent on your loss gives the features "
+                                       "1 × ∇L_y and 4 × ∇L_d (DANN: 1 and -2)")
+
+
+def test_ex3_per_example_losses_have_the_wrong_shape():
+    def per_example(model, x_source, y_source, x_target, lam):
+        return tf.nn.sigmoid_cross_entropy_with_logits(y_source, model.label(model.features(x_source)))
+
+    feedback = exercises.check("ch06-ex3", per_example)
+    assert not feedback.passed and feedback.message == "with λ = 0.5: your loss has shape [10, 1]; expected []."
+
+
+def test_ex3_references_match_tensorflow():
+    # the check's NumPy float64 gradients against TensorFlow's autodiff of the same network
+    model = ch06.DannModel()
+    parts = model.parts()
+    xs, ys, xt = (tf.constant(a) for a in (ch06.EX3_X_SOURCE, ch06.EX3_Y_SOURCE, ch06.EX3_X_TARGET))
+    with tf.GradientTape(persistent=True) as tape:
+        f_source, f_target = model.features(xs), model.features(xt)
+        label_loss = bce(ys, model.label(f_source))
+        domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+        domain_loss = bce(domains, model.domain(tf.concat([f_source, f_target], axis=0)))
+    ly, ld, grad_y, grad_d = ch06.loss_references()
+    assert ly == pytest.approx(float(label_loss), rel=1e-5) and ld == pytest.approx(float(domain_loss), rel=1e-5)
+    for name, variables in parts.items():
+        for loss, reference in ((label_loss, grad_y[name]), (domain_loss, grad_d[name])):
+            grads = tape.gradient(loss, variables)
+            got = np.concatenate([np.zeros(v.shape.num_elements()) if g is None else np.ravel(g)
+                                  for v, g in zip(variables, grads)])
+            np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-6)
+    assert np.linalg.norm(grad_d["features"]) > 1e-3 and np.linalg.norm(grad_y["features"]) > 1e-3
+
+
+def test_ex3_answers_cannot_change_the_checks_weights():
+    def assigns(model, x_source, y_source, x_target, lam):
+        model.domain.kernel.assign(tf.zeros_like(model.domain.kernel))
+        return COLLEAGUE(model, x_source, y_source, x_target, lam)
+
+    before = {k: [w.copy() for w in v] for k, v in ch06.EX3_WEIGHTS.items()}
+    assert not exercises.check("ch06-ex3", assigns).passed
+    for k, v in before.items():
+        for w, w0 in zip(ch06.EX3_WEIGHTS[k], v):
+            np.testing.assert_array_equal(w, w0)
+    assert exercises.check("ch06-ex3", dann_loss).passed
 
 
 # -- ch06-ex2 ---------------------------------------------------------------------
@@ -330,10 +504,23 @@ HOSTILE = [
     (lambda: 1.0, "raised TypeError"),
     (42, "must be a function"),
 ]
+HOSTILE_EX3 = [  # ex3's first argument is the model
+    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
+    (lambda *a: None, "returned None"),
+    (lambda *a: tf.constant(float("nan")), "NaN"),
+    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected []"),
+    (lambda *a: "reverse", "not a numeric tensor"),
+    (lambda *a: a[0], "not a numeric tensor"),
+    (lambda *a: 1.5, "not a TensorFlow tensor"),
+    (lambda *a: tf.constant(1, tf.int32), "dtype int32"),
+    (lambda: 1.0, "raised TypeError"),
+    (42, "must be a function"),
+]
 
 
-@pytest.mark.parametrize("exercise_id", ["ch06-ex1", "ch06-ex2", "ch06-ex3"])
-@pytest.mark.parametrize("answer, fragment", HOSTILE)
+@pytest.mark.parametrize("exercise_id, answer, fragment",
+                         [(e, a, f) for e in ("ch06-ex1", "ch06-ex2") for a, f in HOSTILE]
+                         + [("ch06-ex3", a, f) for a, f in HOSTILE_EX3])
 def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragment):
     feedback = exercises.check(exercise_id, answer)
     assert not feedback.passed
@@ -342,9 +529,8 @@ def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragme
     assert not zh.passed and zh.message != feedback.message
 
 
-@pytest.mark.parametrize("exercise_id", ["ch06-ex1", "ch06-ex3"])
-def test_integer_output_is_rejected(exercise_id):
-    feedback = exercises.check(exercise_id, lambda x, lam: tf.ones(tf.shape(x), tf.int32))
+def test_integer_output_is_rejected():
+    feedback = exercises.check("ch06-ex1", lambda x, lam: tf.ones(tf.shape(x), tf.int32))
     assert not feedback.passed and "dtype int32" in feedback.message
 
 
