@@ -154,11 +154,14 @@ def proxy_a_distance(train_source, train_target, test_source, test_target, *, pr
       the dimension grows);
     * ``probe="knn"``: a ``k``-nearest-neighbour majority vote, which needs
       no training and finds any smooth boundary (comparable between spaces
-      of any dimension, including the raw inputs).  It measures what any
-      flexible classifier can find, so it cannot see less in a one-to-one
-      (injective) function of the inputs than in the inputs themselves: on
-      the hidden layer of a network of a 2-D input it scores about what it
-      scores on the inputs, trained or not (chapter 6 shows it).
+      of any dimension, including the raw inputs).  A one-to-one
+      (injective) function of the inputs keeps their information, but the
+      vote also depends on the distances, so such a map can hide from it
+      what it finds in the inputs (a strong stretch of one direction does).
+      On the hidden layer of chapter 6's network of a 2-D input it scores,
+      empirically, about what it scores on the inputs, trained or not (the
+      chapter's untrained row shows it), so there it cannot tell the
+      feature spaces apart.
 
     With the test error :math:`\epsilon` (the two test samples weighted
     equally),

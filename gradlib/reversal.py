@@ -37,9 +37,11 @@ def gradient_reversal(x, lam=1.0):
 
     Raises:
         TypeError: ``x`` is not floating, or ``lam`` is not a real number/tensor.
-        ValueError: ``lam`` is a Python (or NumPy) number that is NaN or
-            infinite (a tensor or a variable is not inspected: its value may
-            only be known when the graph runs), or ``lam`` is not a scalar.
+        ValueError: ``lam`` is a Python (or NumPy) number, or a 0-d NumPy
+            array, that is NaN or infinite, or becomes infinite in the dtype
+            of ``x`` (``1e39`` for float32); a tensor or a variable is not
+            inspected (its value may only be known when the graph runs); or
+            ``lam`` is not a scalar.
     """
     x = float_tensor(x, "x")
     if isinstance(lam, (bool, np.bool_)):
@@ -49,12 +51,21 @@ def gradient_reversal(x, lam=1.0):
     try:
         # Reads a Variable outside the custom op.  A Python number takes x's dtype
         # directly: through float32 first, lam=0.1 would be off for float64 x.
-        lam_t = tf.convert_to_tensor(lam, dtype_hint=x.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            lam_t = tf.convert_to_tensor(lam, dtype_hint=x.dtype)
     except (TypeError, ValueError) as err:
         raise TypeError(f"`lam` must be a real number or a floating tensor; got {type(lam).__name__}: {err}") from None
     if not (lam_t.dtype.is_floating or lam_t.dtype.is_integer):
         raise TypeError(f"`lam` must be a real number or a floating tensor; got dtype {lam_t.dtype.name}")
-    lam_t = tf.cast(lam_t, x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lam_t = tf.cast(lam_t, x.dtype)
+    if not isinstance(lam, (tf.Tensor, tf.Variable)):
+        # A NumPy 0-d array escapes the numbers.Real test above, and a finite number can
+        # overflow x's dtype (1e39 in float32 is inf): check the value that will be used.
+        value = tf.get_static_value(lam_t)
+        if value is not None and np.ndim(value) == 0 and not np.isfinite(value):
+            raise ValueError(f"`lam` must be a finite number in {x.dtype.name}; got {lam!r}, which is "
+                             f"{value} in {x.dtype.name}: every gradient would be NaN or infinite")
     if lam_t.shape.rank not in (None, 0):
         raise ValueError(f"`lam` must be a scalar; got shape {lam_t.shape.as_list()}")
     return _reverse(x, lam_t)
@@ -75,7 +86,8 @@ class GradientReversal(tf.keras.layers.Layer):
     Raises:
         TypeError: ``lam`` is not a real number (when the layer is made), or
             the layer's ``inputs`` are not floating (when it is called).
-        ValueError: ``lam`` is NaN or infinite (when the layer is made).
+        ValueError: ``lam`` is NaN or infinite, or overflows the layer's
+            variable dtype (when the layer is made).
     """
 
     def __init__(self, lam: float = 1.0, **kwargs):
@@ -84,6 +96,11 @@ class GradientReversal(tf.keras.layers.Layer):
         if not math.isfinite(lam):
             raise ValueError(f"`lam` must be a finite number; got {lam!r}")
         super().__init__(**kwargs)
+        with np.errstate(over="ignore"):
+            stored = np.asarray(lam, dtype=self.variable_dtype)
+        if not np.isfinite(stored):  # 1e39 is finite, but inf in a float32 weight
+            raise ValueError(f"`lam` must be a finite number in {self.variable_dtype}; got {lam!r}, "
+                             f"which is {stored} in {self.variable_dtype}")
         self._initial_lam = float(lam)
         self.lam = self.add_weight(name="lam", shape=(), trainable=False,
                                    initializer=tf.keras.initializers.Constant(self._initial_lam))

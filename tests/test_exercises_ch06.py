@@ -109,6 +109,28 @@ def test_ex1_correct_answers_pass(answer, lang):
     assert "{1, 0.5, 0, 2}" in feedback.message
 
 
+@tf.function
+def _reverse_in_a_tf_function(x, lam):  # a helper traced on its own: a nested function graph
+    return reverse_gradient(x, lam)
+
+
+@pytest.mark.parametrize("answer", [
+    tf.function(reverse_gradient),                           # the layer itself decorated with @tf.function
+    lambda x, lam: _reverse_in_a_tf_function(x, lam),        # calls a @tf.function helper
+], ids=["decorated", "helper"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ex1_custom_gradient_inside_a_tf_function_passes(answer, lang):
+    feedback = exercises.check("ch06-ex1", answer, lang=lang)
+    assert feedback.passed, feedback.message
+
+
+def test_ex1_the_exact_trick_in_a_tf_function_is_still_refused():
+    feedback = exercises.check("ch06-ex1", tf.function(grl_trick))
+    assert not feedback.passed
+    assert feedback.message.startswith("your layer gives the right values and gradients, but without "
+                                       "tf.custom_gradient")
+
+
 def test_ex1_trick_is_rejected_because_it_is_not_bit_exact():
     feedback = exercises.check("ch06-ex1", grl_trick_textbook)
     assert not feedback.passed
@@ -354,6 +376,53 @@ def test_ex3_wrong_fixes_are_named(answer, coefficients, hint, zh_hint):
     assert hint in feedback.message
     zh = exercises.check("ch06-ex3", answer, lang="zh")
     assert not zh.passed and zh.message.startswith("当 λ = 0.5 时，对你的损失做一步梯度下降") and zh_hint in zh.message
+
+
+def dann_loss_summed(model, x_source, y_source, x_target, lam):  # reduce_sum where the colleague averages
+    f_source, f_target = model.features(x_source), model.features(x_target)
+    label_loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(y_source, model.label(f_source)))
+    domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+    both = gradlib.gradient_reversal(tf.concat([f_source, f_target], axis=0), lam)
+    domain_loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(domains, model.domain(both)))
+    return label_loss + domain_loss
+
+
+def dann_loss_halved(model, x_source, y_source, x_target, lam):  # (L_y + L_d) / 2
+    return dann_loss(model, x_source, y_source, x_target, lam) / 2
+
+
+@pytest.mark.parametrize("answer, coefficients, hint, zh_hint", [
+    (dann_loss_summed, "10 × ∇L_y and -11 × ∇L_d (DANN: 1 and -0.5), the label predictor 10 × ∇L_y (DANN: 1) and "
+     "the domain classifier 22 × ∇L_d", "(10 source points for L_y, 22 points for L_d): did you sum the "
+     "per-example losses (reduce_sum)", "L_y 有 10 个源领域点，L_d 有 22 个点"),
+    (dann_loss_halved, "0.5 × ∇L_y and -0.25 × ∇L_d (DANN: 1 and -0.5), the label predictor 0.5 × ∇L_y (DANN: 1) "
+     "and the domain classifier 0.5 × ∇L_d", "Every coefficient is 0.5 × the DANN one", "每个系数都是 DANN 对应系数的 0.5 倍"),
+    (dann_loss_variant(reversal_lam=1.0, scale=True), "1 × ∇L_y and -0.5 × ∇L_d (DANN: 1 and -0.5), the label "
+     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier 0.5 × ∇L_d", "the domain classifier learns at λ times "
+     "the rate: that is the paper's Algorithm 1", "这是论文算法 1 的写法"),
+], ids=["summed", "halved", "paper-algorithm-1"])
+def test_ex3_scaled_losses_are_named(answer, coefficients, hint, zh_hint):
+    feedback = exercises.check("ch06-ex3", answer)
+    assert not feedback.passed
+    assert feedback.message.startswith(PREFIX + coefficients), feedback.message
+    assert hint in feedback.message, feedback.message
+    zh = exercises.check("ch06-ex3", answer, lang="zh")
+    assert not zh.passed and zh_hint in zh.message, zh.message
+
+
+def test_ex3_a_per_domain_average_is_named():
+    def per_domain(model, x_source, y_source, x_target, lam):  # L_d as the mean of the two domains' means
+        f_source, f_target = model.features(x_source), model.features(x_target)
+        label_loss = bce(y_source, model.label(f_source))
+        r_source = gradlib.gradient_reversal(f_source, lam)
+        r_target = gradlib.gradient_reversal(f_target, lam)
+        domain_loss = (bce(tf.zeros_like(f_source[:, :1]), model.domain(r_source))
+                       + bce(tf.ones_like(f_target[:, :1]), model.domain(r_target))) / 2
+        return label_loss + domain_loss
+
+    feedback = exercises.check("ch06-ex3", per_domain)
+    assert not feedback.passed and "average L_d differently from the colleague" in feedback.message, feedback.message
+    assert "没有像同事那样求 L_d 的平均" in exercises.check("ch06-ex3", per_domain, lang="zh").message
 
 
 def test_ex3_the_colleagues_code_fails_for_both_signs_of_the_reason():

@@ -108,3 +108,16 @@ def test_keras_layer_reverses_and_follows_assign():
 def test_bad_input(x, lam, error, name):
     with pytest.raises(error, match=name):
         gradlib.gradient_reversal(x, lam)
+
+
+def test_a_lambda_is_checked_in_the_dtype_of_x():
+    # 1e39 overflows float32 (refused, tests/test_bad_input.py) but is a float64 number.
+    x = tf.constant([1.0, -2.0], tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = gradlib.gradient_reversal(x, 1e39)
+    np.testing.assert_array_equal(tape.gradient(y, x), [-1e39, -1e39])
+    with tf.GradientTape() as tape:  # a 0-d NumPy array that is finite still works
+        tape.watch(x)
+        y = gradlib.gradient_reversal(x, np.array(0.5))
+    np.testing.assert_array_equal(tape.gradient(y, x), [-0.5, -0.5])

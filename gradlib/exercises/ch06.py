@@ -165,9 +165,10 @@ MESSAGES = {
     "not_combination": {
         "en": "{prefix}the gradient your loss gives the {part} is not a multiple of the gradients of L_y and L_d "
               "(computed by the check with the same weights and data). Did you change the network or the data, "
-              "or add another term?",
+              "add another term, or average L_d differently from the colleague (it is one mean over the source "
+              "and target points together)?",
         "zh": "{prefix}你的损失给{part}的梯度，不是 L_y 与 L_d 的梯度（由检查程序用同样的权重和数据算出）的组合。"
-              "你是否改动了网络或数据，或者另加了一项？",
+              "你是否改动了网络或数据，另加了一项，或者没有像同事那样求 L_d 的平均（它是对源领域和目标领域的所有点一起求的一个平均）？",
     },
     "part_features": {"en": "features", "zh": "特征"},
     "part_label": {"en": "label predictor", "zh": "标签预测器"},
@@ -214,6 +215,26 @@ MESSAGES = {
         "en": "The domain classifier gets no gradient at all, so it never learns to tell the domains apart: "
               "it must descend L_d.",
         "zh": "领域分类器完全得不到梯度，因此永远学不会区分两个领域：它必须沿 L_d 下降。",
+    },
+    "hint_paper": {
+        "en": "The features are right, but the domain classifier learns at λ times the rate: that is the paper's "
+              "Algorithm 1, where λ also scales the domain classifier's step. This chapter's DANN gives the domain "
+              "classifier the full rate: let λ act in the reversal layer only.",
+        "zh": "特征是对的，但领域分类器的学习速率被乘了 λ：这是论文算法 1 的写法，在那里 λ 也缩放领域分类器的步长。"
+              "本章的 DANN 让领域分类器以完整的速率学习：只让 λ 在反转层中起作用。",
+    },
+    "hint_sum": {
+        "en": "Your steps are as many times too big as there are points ({n_source} source points for L_y, "
+              "{n_both} points for L_d): did you sum the per-example losses (reduce_sum) instead of averaging "
+              "them (reduce_mean), as the colleague does?",
+        "zh": "你的步长大了若干倍，倍数恰好等于点数（L_y 有 {n_source} 个源领域点，L_d 有 {n_both} 个点）："
+              "你是否对逐个样本的损失求了和（reduce_sum），而不是像同事那样求平均（reduce_mean）？",
+    },
+    "hint_scaled": {
+        "en": "Every coefficient is {scale} × the DANN one: your loss is {scale} × (L_y + L_d) in its gradients, "
+              "so every step is {scale} times the DANN step. Do not rescale the sum of the two losses.",
+        "zh": "每个系数都是 DANN 对应系数的 {scale} 倍：从梯度看，你的损失是 {scale} × (L_y + L_d)，"
+              "所以每一步都是 DANN 那一步的 {scale} 倍。不要对两项损失之和再做缩放。",
     },
     "hint_no_domain": {
         "en": "The features get nothing from L_d: nothing pushes them against the domain classifier.",
@@ -386,10 +407,22 @@ def _compare_in_function(answer, x, upstream, *, lang: str) -> Optional[bool]:
             raise Mismatch(_text(key, lang, prefix=prefix, x=fmt(np.ravel(x)[i]), dy=fmt(np.ravel(upstream)[i]),
                                  got=fmt(np.ravel(g)[i]), expected=fmt(np.ravel(expected)[i])))
     try:  # the trace made above: no new call of the answer
-        operations = layer_gradient.get_concrete_function(xt).graph.get_operations()
+        graph_def = layer_gradient.get_concrete_function(xt).graph.as_graph_def()
     except Exception:
         return None
-    return any(op.type == "IdentityN" and "_gradient_op_type" in op.node_def.attr for op in operations)
+    # A tf.custom_gradient leaves an IdentityN marked with _gradient_op_type.  An answer
+    # that runs in a tf.function of its own (or calls one) leaves it in a nested function
+    # (a PartitionedCall), whose body is in the graph's function library: look there too.
+    nodes = list(graph_def.node)
+    for function in graph_def.library.function:
+        nodes.extend(function.node_def)
+    if any(node.op == "IdentityN" and "_gradient_op_type" in node.attr for node in nodes):
+        return True
+    library = {function.signature.name for function in graph_def.library.function}
+    for node in nodes:  # a called function whose body is not here: unknown, so accept
+        if "f" in node.attr and node.attr["f"].func.name and node.attr["f"].func.name not in library:
+            return None
+    return False
 
 
 def _check_reversal(answer, lang: str) -> Tuple[object, Optional[bool]]:
@@ -599,6 +632,16 @@ def _close(a: float, b: float) -> bool:
     return bool(np.isclose(a, b, rtol=2e-3, atol=2e-4))
 
 
+def _scale_hint(a: float, b: float, c: float, e: float, lam: float) -> Optional[Tuple[str, dict]]:
+    """A hint (message key, its fields) when the label predictor's coefficient e is not 1."""
+    n_source, n_both = EX3_X_SOURCE.shape[0], EX3_X_SOURCE.shape[0] + EX3_X_TARGET.shape[0]
+    if _close(e, n_source) or (_close(e, 1) and _close(c, n_both)):
+        return "hint_sum", {"n_source": n_source, "n_both": n_both}
+    if not _close(e, 0) and _close(a, e) and _close(b, -lam * e) and _close(c, e):
+        return "hint_scaled", {"scale": _coefficient(e)}
+    return None
+
+
 def _loss_hint(a: float, b: float, c: float, lam: float) -> Optional[str]:
     if _close(a, -lam):
         return "hint_label_reversed"
@@ -608,6 +651,8 @@ def _loss_hint(a: float, b: float, c: float, lam: float) -> Optional[str]:
         return "hint_minus"
     if _close(b, -lam * lam) and _close(c, lam):
         return "hint_twice"
+    if _close(a, 1) and _close(b, -lam) and _close(c, lam):
+        return "hint_paper"
     if b > 0 and c > 0:
         return "hint_cooperative"
     if _close(c, 0):
@@ -656,7 +701,10 @@ def _check_loss_at(answer, lam: float, references, lang: str) -> None:
         text = _text("coefficients", lang, prefix=prefix, a=_coefficient(a), b=_coefficient(b), c=_coefficient(c),
                      e=_coefficient(e), want_b=fmt(-lam))
         hint = _loss_hint(a, b, c, lam) if _close(e, 1) else None
-        raise Mismatch(text if hint is None else _join(text, _text(hint, lang), lang))
+        fields = {}
+        if hint is None:
+            hint, fields = _scale_hint(a, b, c, e, lam) or (None, {})
+        raise Mismatch(text if hint is None else _join(text, _text(hint, lang, **fields), lang))
     expected = label_loss + domain_loss
     if not np.isclose(float(value), expected, rtol=1e-4, atol=1e-5):
         raise Mismatch(_text("loss_value", lang, prefix=prefix, got=fmt(float(value)), expected=fmt(expected)))
