@@ -15,7 +15,7 @@ import itertools
 import json
 import math
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence
 
 import numpy as np
 

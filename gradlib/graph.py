@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
-import numpy as np
 import tensorflow as tf
 
 from ._validate import callable_arg

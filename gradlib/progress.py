@@ -47,7 +47,7 @@ def _progress(iterable: Iterable[T], total: Optional[int], desc: str) -> Iterato
     if total is None and hasattr(iterable, "__len__"):
         total = len(iterable)  # type: ignore[arg-type]
     start, count = time.perf_counter(), 0
-    for count, item in enumerate(iterable, start=1):
+    for count, item in enumerate(iterable, start=1):  # noqa: B007  (count is read after the loop)
         yield item
     seconds = time.perf_counter() - start
     width = 30

@@ -1,16 +1,19 @@
 """Shared test setup: quiet TensorFlow, headless matplotlib, repository paths."""
 
-import os
+import importlib.util
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")  # the Makefile's: same float order on any machine
-os.environ["MPLBACKEND"] = "Agg"
+ROOT = Path(__file__).resolve().parents[1]
+
+# The book's kernel environment (mode "test"), set before anything imports
+# TensorFlow: gradlib/book/kernel.py is loaded by path, since importing it as
+# gradlib.book.kernel would import TensorFlow first.
+_spec = importlib.util.spec_from_file_location("_gradbook_kernel", ROOT / "gradlib" / "book" / "kernel.py")
+_kernel = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_kernel)
+_kernel.apply("test")
 
 import pytest  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")

@@ -105,7 +105,7 @@ class UnprintableError(Exception):
 
 class NotAStringError(Exception):
     def __str__(self):
-        return 42  # str() raises TypeError
+        return 42  # noqa: PLE0307  (str() raises TypeError)
 
 
 class RaisingArray:

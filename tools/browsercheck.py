@@ -564,7 +564,7 @@ def main(argv=None) -> int:
             problems += trouble + search_problems(found, query, lang, pages)
     print(weight_table(weights))
     for line in notes + problems:
-        print(problem)
+        print(line)
     return 1 if problems else 0
 
 

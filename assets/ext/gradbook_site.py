@@ -1,8 +1,9 @@
 """gradbook's own Sphinx extension: what makes one build a bilingual site.
 
-* Kernels stay quiet: TensorFlow's oneDNN/absl notices are switched off in
-  the environment every executing kernel inherits, and ``GRADBOOK_BUILD=1``
-  tells :func:`gradlib.explore` to render static figures, not live widgets.
+* Every executing kernel inherits the book's kernel environment
+  (``gradlib/book/kernel.json``, mode ``build``): TensorFlow quiet and
+  reproducible, and ``GRADBOOK_BUILD=1``, which tells :func:`gradlib.explore`
+  to render static figures, not live widgets.
 * Every chapter page gets a link to its twin in the other language, right
   under its title (a ``doc`` reference, so a missing twin is a warning and
   ``-W`` fails the build).
@@ -21,7 +22,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
+import importlib.util
 import re
 import shutil
 from pathlib import Path
@@ -34,14 +35,16 @@ SWITCH_TEXT = {"en": "中文版", "zh": "English version"}
 GLOSSARY = "chapters/glossary.md"
 CJK = re.compile(r"[\u4e00-\u9fff]+")
 
-QUIET_ENV = {
-    "TF_CPP_MIN_LOG_LEVEL": "2",
-    "TF_ENABLE_ONEDNN_OPTS": "0",
-    "TF_NUM_INTRAOP_THREADS": "1",
-    "GRADBOOK_BUILD": "1",
-}
-# Kernels must draw inline even when the caller exported MPLBACKEND=Agg.
-INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+KERNEL_MODULE = Path(__file__).resolve().parents[2] / "gradlib" / "book" / "kernel.py"
+
+
+def _kernel_module():
+    """gradlib/book/kernel.py, loaded by path: importing it as gradlib.book.kernel
+    would import TensorFlow into the Sphinx process."""
+    spec = importlib.util.spec_from_file_location("_gradbook_kernel", KERNEL_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def chapter_language(docname: str):
@@ -168,9 +171,8 @@ def setup(app):
     # with the source makes Sphinx treat the environment as outdated.
     source_hash = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
     app.add_config_value("gradbook_site_source", source_hash, "env")
-    for key, value in QUIET_ENV.items():
-        os.environ.setdefault(key, value)
-    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    # Every kernel the build starts inherits the book's kernel environment.
+    _kernel_module().apply("build")
     # The sidebar shows chapter titles with math ($f$, $g$) on every page, so
     # every page needs MathJax, not only the pages whose body has math.
     app.set_html_assets_policy("always")

@@ -1,0 +1,4 @@
+"""The classroom: the exercises' automatic checks and the notebook grader.
+
+Loaded on use, not by ``import gradlib``.
+"""
