@@ -32,7 +32,7 @@ import tensorflow as tf
 
 from . import _validate
 from ._validate import callable_arg, flag, float_tensor, integer, real_number
-from .progress import progress as _progress
+from .book.progress import progress as _progress
 from .ste import dorefa_quantize, ste_sign
 
 __all__ = ["KINDS", "digits_experiment", "load_digits_split", "quantize_activations", "quantize_weights"]

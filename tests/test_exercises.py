@@ -454,7 +454,7 @@ def test_ch01_ex3_the_combined_mistakes_are_named_only_where_they_coincide(monke
     # the "also" clause is decided per case: on a case that starts outside the box and crosses it, clip_by_value
     # before each step does clip and once after the loop differs from after each step (all seven loops end
     # apart), so the messages name one loop only
-    from gradlib.exercises import ch01
+    from gradlib.classroom.exercises import ch01
     monkeypatch.setattr(ch01, "TRAIN_CASES", [((0.2, 2.0), (1.0, 1.0), (1.5, 0.0), 4)])
     for answer, named, left_out in ((without_projection, "with no projection at all; the expected w",
                                      "before each step ends there too"),
@@ -528,7 +528,7 @@ def test_ch01_ex3_other_wrong_values_get_the_generic_message():
 
 
 def test_ch01_ex3_reference_is_projected_gradient_descent():
-    from gradlib.exercises import ch01
+    from gradlib.classroom.exercises import ch01
 
     # one step from 0 towards t = (2, 1): w = 0.2 t = (0.4, 0.2), inside the ball
     np.testing.assert_allclose(ch01._projected_descent((2.0, 1.0), (1.0, 1.0), (0.0, 0.0), 1), [0.4, 0.2])
@@ -552,7 +552,7 @@ def test_ch01_ex3_reference_is_projected_gradient_descent():
 
 
 def test_describe_cuts_a_long_message_at_a_sentence_end_or_a_space():
-    from gradlib.exercises._core import describe
+    from gradlib.classroom.exercises._core import describe
 
     assert describe(ValueError("short message.")) == "short message."
     assert describe(ValueError("A" * 120 + ". " + "b" * 150)) == "A" * 120 + ". …"

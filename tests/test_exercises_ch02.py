@@ -14,7 +14,7 @@ import tensorflow as tf
 import gradlib
 from chapter_solutions import code_cells, solution_parts
 from gradlib import exercises
-from gradlib.exercises import ch02
+from gradlib.classroom.exercises import ch02
 from tools.notebooks import ROOT
 
 

@@ -16,7 +16,7 @@ from tensorflow.python.framework import ops  # TensorFlow's gradient registry, o
 
 import gradlib
 from gradlib import exercises
-from gradlib.exercises import ch03
+from gradlib.classroom.exercises import ch03
 
 
 # -- ch03-ex1 ------------------------------------------------------------------

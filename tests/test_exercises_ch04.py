@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from gradlib import exercises
-from gradlib.exercises import ch04
+from gradlib.classroom.exercises import ch04
 
 
 def _levels(bits, dtype):

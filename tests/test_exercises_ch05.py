@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import gradlib
 from gradlib import exercises
-from gradlib.exercises import ch05
+from gradlib.classroom.exercises import ch05
 
 
 def plus_minus_one(x):

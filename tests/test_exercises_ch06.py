@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import gradlib
 from gradlib import exercises
-from gradlib.exercises import ch06
+from gradlib.classroom.exercises import ch06
 
 
 # -- reference solutions (as in the chapter) and variants -------------------------

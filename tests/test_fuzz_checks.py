@@ -69,7 +69,7 @@ import pytest
 import tensorflow as tf
 
 from gradlib import exercises
-from gradlib.exercises import _core
+from gradlib.classroom.exercises import _core
 from tools.notebooks import ROOT
 
 from chapter_solutions import reference_solutions

@@ -35,7 +35,7 @@ Output
 ------
 Markdown tables on stdout (progress goes to stderr), plus ``bench-report.md``
 and ``bench-report.json`` in the repository root.  A full run (builds and
-ops) also copies the JSON to ``gradlib/bench-latest.json``, which the book's
+ops) also copies the JSON to ``gradlib/book/bench-latest.json``, which the book's
 appendix shows in both languages (``gradlib.benchmarks``): commit it.  The
 JSON is flat::
 
@@ -99,7 +99,7 @@ KERNEL_NAME = "python3"
 CELL_TIMEOUT_S = 600
 REPORT_JSON = "bench-report.json"
 REPORT_MD = "bench-report.md"
-LATEST = "gradlib/bench-latest.json"  # what the book's appendix shows (gradlib.benchmarks)
+LATEST = "gradlib/book/bench-latest.json"  # what the book's appendix shows (gradlib.benchmarks)
 
 # What the Makefile exports for every kernel; set here too (without
 # overriding) so running the script by hand measures the same thing and the

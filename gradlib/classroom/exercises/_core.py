@@ -394,7 +394,7 @@ def _check_timeout(timeout: Any) -> Optional[float]:
 # -- whose exception is it? --------------------------------------------------------
 
 _EXERCISES_DIR = os.path.dirname(os.path.abspath(__file__))
-_GRADLIB_DIR = os.path.dirname(_EXERCISES_DIR)
+_GRADLIB_DIR = os.path.dirname(os.path.dirname(_EXERCISES_DIR))  # gradlib/
 _LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) for p in (
     *(sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")),
     os.path.dirname(np.__file__), os.path.dirname(tf.__file__), _GRADLIB_DIR) if p}))
@@ -405,7 +405,7 @@ def _raised_by_check(err: BaseException, check: Callable) -> bool:
 
     The traceback is read from the innermost frame outwards, skipping library
     frames (the standard library, installed packages, NumPy, TensorFlow and the
-    rest of gradlib): the first frame in ``gradlib/exercises`` or of the
+    rest of gradlib): the first frame in ``gradlib/classroom/exercises`` or of the
     ``check`` function itself makes it the check's, the first other frame (a
     notebook cell, a test) the reader's.  An exception raised in library code
     only is the reader's (TensorFlow rejecting what the reader's function

@@ -47,7 +47,7 @@ from typing import Any, List, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ..graph import register_gradient, run_graph
+from ...graph import register_gradient, run_graph
 from ._core import (COMMON, Mismatch, as_array, call, describe, exercise, fmt, kink_and_random_points,
                     message, to_array)
 

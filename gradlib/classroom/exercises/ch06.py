@@ -30,7 +30,7 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ..logs import captured_tf_warnings
+from ...logs import captured_tf_warnings
 from ._core import (COMMON, Mismatch, as_array, call, describe, exercise, fmt, kink_and_random_points,
                     message, require_tensor, to_array)
 
@@ -462,7 +462,7 @@ class _ReversalWatch:
     """
 
     def __enter__(self) -> "_ReversalWatch":
-        from .. import reversal  # here, not at import time: gradlib imports this module
+        from ... import reversal  # here, not at import time: gradlib imports this module
 
         self.module, self.original, self.used = reversal, reversal._reverse, False
         original = self.original
@@ -481,7 +481,7 @@ class _ReversalWatch:
 
 def _is_library_reversal(answer) -> bool:
     """``answer`` is gradlib's reversal itself (the function or a GradientReversal layer)."""
-    from .. import reversal
+    from ... import reversal
 
     try:
         return answer is reversal.gradient_reversal or isinstance(answer, reversal.GradientReversal)

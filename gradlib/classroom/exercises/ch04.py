@@ -17,7 +17,7 @@ is run under ``tf.GradientTape`` with upstream gradients other than 1, so a
 import numpy as np
 import tensorflow as tf
 
-from ..logs import captured_tf_warnings
+from ...logs import captured_tf_warnings
 from ._core import (COMMON, PROPAGATE, Mismatch, call, describe, exercise, fmt, kink_and_random_points,
                     message, require_tensor, to_array)
 

@@ -6,8 +6,8 @@ import sys
 import time
 from typing import Iterable, Iterator, Optional, TypeVar
 
-from ._validate import integer
-from .explore import _building_book
+from .._validate import integer
+from ..explore import _building_book
 
 __all__ = ["progress"]
 

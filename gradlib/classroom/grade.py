@@ -1,0 +1,684 @@
+"""Grade students' notebooks: run each one headless, then run the book's checks.
+
+Usage::
+
+    python -m gradlib.grade SUBMISSIONS... --out grades.csv
+        [--timeout 120] [--check-timeout 60] [--lang auto|en|zh] [--jobs 1]
+
+``--jobs N`` grades N notebooks at the same time (one kernel each);
+``--kernel`` names the Jupyter kernel (default ``python3``).  For every
+submitted ``.ipynb`` the grader
+
+1. reads it and finds its chapter and language: from the check cells (the
+   cells that call ``gradlib.exercises.check("chNN-exK", answer, lang=...)``,
+   tagged ``gradbook-check`` with ``metadata["gradbook"]["exercise"]`` in the
+   student edition made by ``tools/student_edition.py``), else from the
+   notebook metadata ``metadata["gradbook"]`` that edition writes, else from
+   the exercise labels (``en-ch01-ex2``) of its markdown;
+2. executes the notebook's code cells in order in a fresh kernel (nbclient,
+   errors allowed, a temporary working directory, the kernel's own
+   stdout/stderr discarded).  The cells share one budget of ``--timeout``
+   seconds: the cell that is running when the budget runs out is interrupted
+   and the later cells are not run (notes column);
+3. in the same kernel, for every exercise of the chapter that has an
+   automatic check, looks the answer up by its name
+   (:func:`gradlib.exercises.answer_name`, e.g. ``second_derivative``; the
+   name used in the notebook's own check cell is tried second), runs
+   ``gradlib.exercises.check`` on it (at most ``--check-timeout`` seconds
+   each) and prints the :class:`~gradlib.exercises.Feedback` as JSON
+   (base64-encoded, between two copies of a random marker; also the cell's
+   value, in case the notebook replaced ``sys.stdout``), which the grader
+   parses;
+4. kills the kernel.  A watchdog kills it as well when the whole notebook
+   takes longer than its budgets (startup + ``--timeout`` + one
+   ``--check-timeout`` per exercise + 30 s), e.g. when the code ignores
+   interrupts.
+
+A notebook need not contain the whole chapter: the answers are found by
+name, so a trimmed notebook with only the setup cell and the exercise cells
+is graded the same way (the tests use this to stay fast).
+
+The CSV has one row per (file, exercise), in the order the files were given:
+
+``file``        the path as given on the command line;
+``chapter``     ``ch01`` ...;
+``exercise``    ``ch01-ex2`` (empty on a row about the whole file);
+``answer``      the function that was graded (``second_derivative``);
+``lang``        the language of the messages: the notebook's (``en``/``zh``,
+                from its check cells) unless ``--lang`` forces one, English
+                when it cannot be determined;
+``status``      ``graded`` (the check ran), ``not-defined``, ``timeout``,
+                ``kernel-died``, ``no-result``, ``grader-error``,
+                ``no-exercises``, ``invalid-notebook`` or ``file-not-found``;
+``passed``      1 or 0 (0 unless the check ran and passed);
+``check_cell``  ``present`` or ``deleted``: whether the notebook still has the
+                check cell of that exercise;
+``feedback``    the check's message, or what happened instead;
+``notes``       what went wrong in the file as a whole (the first cells that
+                raised, except those tagged ``raises-exception``, which the
+                book expects to raise; the cell that ran out of time; a dead
+                kernel), the same on each of its rows.
+
+Every problem becomes rows, never an aborted run: a file that does not exist
+or is not a notebook (one row), cells that raise (the other answers are still
+graded; an answer that was never defined gets "not defined"), a notebook that
+loops forever (interrupted; rows with status ``timeout`` for answers not
+defined by then), a kernel that dies.  A deleted check cell is reported on
+the exercise's row (``check_cell`` = ``deleted``, and the feedback says so),
+but the answer is still graded when the notebook defines it elsewhere: the
+function, not the cell, is the student's work; filter on ``check_cell`` to
+treat it otherwise.
+
+Exit status: 0 when the run completes (whatever the students' results), 2
+for a usage error.  Not a sandbox: the notebooks run with the grader's
+permissions, and a student who patches ``gradlib`` from the notebook can fool
+the checks.  Grade trusted submissions, or run the grader in a container.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import base64
+import concurrent.futures
+import csv
+import dataclasses
+import json
+import math
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+CHECK_TAG = "gradbook-check"
+LANGUAGES = ("en", "zh")
+COLUMNS = ["file", "chapter", "exercise", "answer", "lang", "status", "passed",
+           "check_cell", "feedback", "notes"]
+
+# gradlib.exercises.check("ch01-ex2", second_derivative, lang="en")
+CHECK_CALL = re.compile(
+    r"""exercises\s*\.\s*check\(\s*(?P<q>['"])(?P<id>ch\d\d-ex\d+)(?P=q)"""
+    r"""\s*(?:,\s*(?P<name>[A-Za-z_]\w*)\s*(?=[,)]))?(?P<rest>[^)]*)\)""")
+LANG_ARG = re.compile(r"""\blang\s*=\s*(['"])(?P<lang>en|zh)\1""")
+EXERCISE_LABEL = re.compile(r"\b(?P<lang>en|zh)-(?P<id>ch\d\d-ex\d+)\b")
+CHAPTER_LABEL = re.compile(r"^\((?P<lang>en|zh)-(?P<chapter>ch\d\d)\)=\s*$", re.M)
+
+MESSAGES = {
+    "file_not_found": {"en": "file not found", "zh": "文件不存在"},
+    "invalid": {"en": "not a valid notebook: {error}", "zh": "不是有效的笔记本：{error}"},
+    "not_utf8": {"en": "not UTF-8 text", "zh": "不是 UTF-8 文本"},
+    "unreadable": {"en": "cannot read it ({error})", "zh": "无法读取（{error}）"},
+    "not_json": {"en": "not valid JSON ({error})", "zh": "不是合法的 JSON（{error}）"},
+    "no_cells": {"en": "no list of cells", "zh": "没有单元格列表"},
+    "bad_cell": {"en": "a cell without a type or source", "zh": "有单元格缺少类型或源文本"},
+    "no_exercises": {
+        "en": "no auto-checked exercise found: the notebook has no check cell and no gradbook metadata",
+        "zh": "没有找到可自动检查的练习：笔记本中既没有检查单元格，也没有 gradbook 元数据"},
+    "not_defined": {
+        "en": "`{name}` is not defined: the notebook never defines the answer function "
+              "(deleted or renamed, or its cell raised before the definition)",
+        "zh": "`{name}` 未定义：笔记本中没有定义这个答案函数（被删除或改名，或者它所在的单元格在定义之前就出错了）"},
+    "not_defined_timeout": {
+        "en": "`{name}` is not defined: the notebook ran out of time ({seconds} s) in cell {cell}, before defining it",
+        "zh": "`{name}` 未定义：笔记本在第 {cell} 个单元格处超时（{seconds} 秒），还没有运行到定义它的地方"},
+    "check_timeout": {
+        "en": "the check of `{name}` did not finish within {seconds} s: does it loop forever?",
+        "zh": "对 `{name}` 的检查没有在 {seconds} 秒内结束：它是否陷入了死循环？"},
+    "deleted": {"en": "the check cell for {exercise} was deleted", "zh": "{exercise} 的检查单元格被删除了"},
+    "deleted_graded": {"en": "graded `{name}` anyway: {message}", "zh": "仍然对 `{name}` 进行了评分：{message}"},
+    "kernel_died": {
+        "en": "the kernel died {where}: the notebook's code may have exited or used too much memory",
+        "zh": "内核在{where}意外终止：笔记本的代码可能调用了退出，或者占用了过多内存"},
+    "in_cell": {"en": "in cell {cell}", "zh": "第 {cell} 个单元格运行时"},
+    "in_check": {"en": "during the check", "zh": "检查过程中"},
+    "watchdog": {
+        "en": "grading stopped after {seconds} s: the kernel did not respond and was killed",
+        "zh": "评分在 {seconds} 秒后被终止：内核没有响应，已被强制结束"},
+    "no_result": {
+        "en": "the grader got no result for this exercise (did the notebook replace print, sys.stdout or gradlib?)",
+        "zh": "评分程序没有得到这道练习的结果（笔记本是否替换了 print、sys.stdout 或 gradlib？）"},
+    "grader_error": {"en": "the grader failed: {error}", "zh": "评分程序出错：{error}"},
+    "cell_raised": {"en": "cell {cell} ({line}) raised {error}", "zh": "第 {cell} 个单元格（{line}）抛出 {error}"},
+    "more_errors": {"en": "{count} more cells raised", "zh": "另有 {count} 个单元格抛出异常"},
+    "cell_timeout": {
+        "en": "cell {cell} ({line}) was stopped after the notebook's {seconds} s; "
+              "{skipped} later code cells were not run",
+        "zh": "第 {cell} 个单元格（{line}）在笔记本用完 {seconds} 秒后被中止；之后的 {skipped} 个代码单元格没有运行"},
+}
+
+
+def _msg(key: str, lang: str, **values) -> str:
+    return MESSAGES[key][lang if lang in LANGUAGES else "en"].format(**values)
+
+
+# -- reading a notebook --------------------------------------------------------
+
+def check_calls(source: str) -> List[Dict[str, Optional[str]]]:
+    """The ``exercises.check(...)`` calls in a code cell's source, in order:
+    ``{"exercise": "ch01-ex2", "answer": "second_derivative", "lang": "en"}``
+    (``answer``/``lang`` None when not a plain name / not given)."""
+    calls = []
+    for match in CHECK_CALL.finditer(source):
+        lang = LANG_ARG.search(match.group("rest") or "")
+        calls.append({"exercise": match.group("id"), "answer": match.group("name"),
+                      "lang": lang.group("lang") if lang else None})
+    return calls
+
+
+def _text(source: Any) -> str:
+    return "".join(source) if isinstance(source, list) else str(source or "")
+
+
+@dataclasses.dataclass
+class NotebookInfo:
+    """What the grader learns from a notebook without running it."""
+
+    chapters: List[str]
+    lang: Optional[str]
+    checks: Dict[str, Dict[str, Any]]  # exercise id -> {"cell": index, "answer": name, "lang": ...}
+
+
+def inspect_notebook(nb) -> NotebookInfo:
+    """Chapters, language and check cells of a notebook (an nbformat node or dict)."""
+    checks: Dict[str, Dict[str, Any]] = {}
+    tagged: List[str] = []  # exercises of the check cells the student edition marked
+    langs: List[str] = []
+    for index, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        meta = (cell.get("metadata") or {}).get("gradbook") or {}
+        if isinstance(meta, dict) and isinstance(meta.get("exercise"), str):
+            tagged.append(meta["exercise"])
+        calls = check_calls(_text(cell.get("source")))
+        for call in calls:
+            checks.setdefault(call["exercise"], {"cell": index, "answer": call["answer"], "lang": call["lang"]})
+            if call["lang"]:
+                langs.append(call["lang"])
+        # a check cell whose call was edited beyond recognition still counts by its metadata
+        if isinstance(meta, dict) and isinstance(meta.get("exercise"), str) and not calls \
+                and re.fullmatch(r"ch\d\d-ex\d+", meta["exercise"]) and "check(" in _text(cell.get("source")):
+            checks.setdefault(meta["exercise"], {"cell": index, "answer": meta.get("answer"),
+                                                 "lang": meta.get("lang")})
+    # the marked check cells decide the chapter, so a student's extra check of
+    # another chapter's exercise does not add that chapter
+    chapters = sorted({e.split("-")[0] for e in tagged if e in checks} or {e.split("-")[0] for e in checks})
+    nb_meta = (nb.get("metadata") or {}).get("gradbook") or {}
+    if not isinstance(nb_meta, dict):
+        nb_meta = {}
+    markdown = "\n".join(_text(c.get("source")) for c in nb.get("cells", []) if c.get("cell_type") == "markdown")
+    if not chapters and isinstance(nb_meta.get("chapter"), str) and re.fullmatch(r"ch\d\d", nb_meta["chapter"]):
+        chapters = [nb_meta["chapter"]]
+    if not chapters:
+        chapters = sorted({m.group("id").split("-")[0] for m in EXERCISE_LABEL.finditer(markdown)}
+                          | {m.group("chapter") for m in CHAPTER_LABEL.finditer(markdown)})
+    lang = None
+    if langs:
+        lang = max(LANGUAGES, key=langs.count)
+    elif nb_meta.get("lang") in LANGUAGES:
+        lang = nb_meta["lang"]
+    else:
+        labels = [m.group("lang") for m in EXERCISE_LABEL.finditer(markdown)]
+        labels += [m.group("lang") for m in CHAPTER_LABEL.finditer(markdown)]
+        if labels:
+            lang = max(LANGUAGES, key=labels.count)
+    return NotebookInfo(chapters, lang, checks)
+
+
+def chapter_exercises(chapters: Iterable[str]) -> List[str]:
+    """The registered (auto-checked) exercise ids of these chapters, sorted."""
+    from gradlib import exercises
+
+    wanted = set(chapters)
+    return [i for i in exercises.exercise_ids() if i.split("-")[0] in wanted]
+
+
+# -- running a notebook -------------------------------------------------------
+
+GRADE_CELL = '''\
+def _gradbook_grade(exercise, names, lang, token):
+    import base64, json
+    namespace = globals()
+    result = {"exercise": exercise, "status": "not-defined"}
+    try:
+        name = next((n for n in names if n in namespace), None)
+        if name is not None:
+            import gradlib.exercises
+            # --check-timeout bounds the check (the grader interrupts the kernel), not check()'s own limit
+            feedback = gradlib.exercises.check(exercise, namespace[name], lang=lang, timeout=None)
+            result.update(status="graded", answer=name, passed=feedback.passed is True,
+                          message=str(feedback.message))
+    except (Exception, SystemExit) as err:
+        result.update(status="grader-error", message=f"{type(err).__name__}: {err}"[:500])
+    payload = token + base64.b64encode(json.dumps(result).encode()).decode() + token
+    try:
+        print(payload, flush=True)
+    except Exception:
+        pass
+    return payload
+_gradbook_grade(%r, %r, %r, %r)
+'''
+
+_LIVE_KERNELS: set = set()  # kernel managers not yet shut down (killed at exit as a last resort)
+
+
+def _kill(km) -> None:
+    """SIGKILL a kernel's process group (the kernel and what it started)."""
+    provisioner = getattr(km, "provisioner", None)
+    pgid = getattr(provisioner, "pgid", None)
+    process = getattr(provisioner, "process", None)
+    try:
+        if pgid:
+            os.killpg(pgid, signal.SIGKILL)
+        elif process is not None:
+            process.kill()
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill_left_over_kernels() -> None:
+    for km in list(_LIVE_KERNELS):
+        _kill(km)
+
+
+atexit.register(_kill_left_over_kernels)
+
+
+@dataclasses.dataclass
+class _Run:
+    """What happened while running one notebook (filled in as it goes, so a
+    watchdog that stops the run still has the partial results)."""
+
+    results: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+    errors: List[str] = dataclasses.field(default_factory=list)
+    timeout_cell: Optional[int] = None
+    timeout_line: str = ""
+    skipped: int = 0
+    died: Optional[str] = None
+    watchdog: Optional[float] = None
+    failure: Optional[str] = None
+
+
+def _kernel_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def _error_of(cell) -> Optional[str]:
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            value = str(output.get("evalue", "")).strip().splitlines()
+            return f"{output.get('ename', 'Error')}: {value[0][:150] if value else ''}".rstrip(": ")
+    return None
+
+
+def _first_line(cell) -> str:
+    """The cell's first line of code, quoted, to say which cell "cell 7" is."""
+    line = next((l.strip() for l in _text(cell.get("source")).splitlines() if l.strip()), "")
+    line = line.replace("`", "'")
+    return f"`{line[:60]}{'…' if len(line) > 60 else ''}`"
+
+
+def _payloads(cell, token: str) -> List[dict]:
+    pattern = re.compile(re.escape(token) + r"([A-Za-z0-9+/=]+)" + re.escape(token))
+    texts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            texts.append(_text(output.get("text")))
+        elif output.get("output_type") in ("execute_result", "display_data"):
+            texts.append(_text((output.get("data") or {}).get("text/plain")))
+    found = []
+    for match in pattern.finditer("\n".join(texts)):
+        try:
+            found.append(json.loads(base64.b64decode(match.group(1)).decode()))
+        except (ValueError, UnicodeDecodeError):
+            continue
+    return found
+
+
+async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, List[str]], lang: str,
+                        run: _Run, *, timeout: float, check_timeout: float, kernel_name: str,
+                        startup_timeout: float) -> None:
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    token = f"@@gradbook-{secrets.token_hex(8)}@@"
+    with tempfile.TemporaryDirectory(prefix="gradbook-grade-") as workdir:
+        km = AsyncKernelManager(kernel_name=kernel_name)
+        client = NotebookClient(nb, km=km, allow_errors=True, interrupt_on_timeout=True,
+                                error_on_timeout={"ename": "Timeout", "evalue": "stopped by the grader",
+                                                  "traceback": []},
+                                iopub_timeout=5, record_timing=False, startup_timeout=int(startup_timeout))
+        _LIVE_KERNELS.add(km)
+        try:
+            # the kernel's own stdout/stderr (TensorFlow's C++ logs ...) would flood the terminal
+            await km.start_kernel(cwd=workdir, env=_kernel_env(),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            kc = km.client()
+            client.kc = kc
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=startup_timeout)
+            kc.allow_stdin = False
+
+            deadline = time.monotonic() + timeout
+            code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+            for position, index in enumerate(code_cells):
+                remaining = deadline - time.monotonic()
+                cell = nb.cells[index]
+                if remaining <= 0:
+                    run.timeout_cell, run.timeout_line = index + 1, _first_line(cell)
+                    run.skipped = len(code_cells) - position - 1
+                    break
+                client.timeout = max(1, math.ceil(remaining))
+                try:
+                    await client.async_execute_cell(cell, index, execution_count=position + 1)
+                except DeadKernelError:
+                    run.died = _msg("in_cell", lang, cell=index + 1)
+                    return
+                if time.monotonic() >= deadline:
+                    run.timeout_cell, run.timeout_line = index + 1, _first_line(cell)
+                    run.skipped = len(code_cells) - position - 1
+                    break
+                error = _error_of(cell)
+                if error and "raises-exception" not in cell.metadata.get("tags", []):
+                    run.errors.append(_msg("cell_raised", lang, cell=index + 1, line=_first_line(cell),
+                                           error=error))
+
+            for exercise in exercises_to_check:
+                cell = nbformat.v4.new_code_cell(GRADE_CELL % (exercise, names[exercise], lang, token))
+                nb.cells.append(cell)
+                client.timeout = max(1, math.ceil(check_timeout))
+                started = time.monotonic()
+                try:
+                    await client.async_execute_cell(cell, len(nb.cells) - 1)
+                except DeadKernelError:
+                    run.died = _msg("in_check", lang)
+                    return
+                found = [p for p in _payloads(cell, token) if p.get("exercise") == exercise]
+                if found:
+                    run.results[exercise] = found[-1]
+                elif time.monotonic() - started >= check_timeout:
+                    run.results[exercise] = {"exercise": exercise, "status": "timeout"}
+                else:
+                    run.results[exercise] = {"exercise": exercise, "status": "no-result"}
+        finally:
+            await _shutdown(client, km)
+
+
+async def _shutdown(client, km) -> None:
+    """Stop the channels and kill the kernel (its whole process group)."""
+    try:
+        if getattr(client, "kc", None) is not None:
+            client.kc.stop_channels()
+    except Exception:
+        pass
+    try:
+        if km.has_kernel:
+            await asyncio.wait_for(km.shutdown_kernel(now=True), 20)
+    except Exception:
+        pass
+    if km.has_kernel:  # the shutdown failed: kill the process group by hand
+        _kill(km)
+    try:
+        await asyncio.wait_for(asyncio.shield(_cleanup(km)), 5)
+    except Exception:
+        pass
+    _LIVE_KERNELS.discard(km)
+
+
+async def _cleanup(km) -> None:
+    result = km.cleanup_resources()
+    if asyncio.iscoroutine(result):
+        await result
+
+
+# -- grading one file ----------------------------------------------------------
+
+def _row(file: str, lang: str, **values) -> Dict[str, Any]:
+    row = {column: "" for column in COLUMNS}
+    row.update(file=file, lang=lang, passed=0)
+    row.update(values)
+    return row
+
+
+def _read(path: Path, lang: str = "en"):
+    """The notebook at ``path``, or a string saying (in ``lang``) why it is not one."""
+    import nbformat
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return _msg("not_utf8", lang)
+    except OSError as err:
+        return _msg("unreadable", lang, error=err.strerror or err)
+    try:
+        raw = json.loads(text)
+    except ValueError as err:
+        return _msg("not_json", lang, error=err)
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        return _msg("no_cells", lang)
+    try:
+        with warnings.catch_warnings():  # e.g. cells without ids: nbformat adds them
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+    except Exception as err:  # nbformat raises several kinds
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
+    for cell in nb.cells:
+        if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
+            return _msg("bad_cell", lang)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+async def grade_file(path: Path, *, display: Optional[str] = None, timeout: float = 120,
+                     check_timeout: float = 60, lang: str = "auto", kernel_name: str = "python3",
+                     startup_timeout: float = 60) -> List[Dict[str, Any]]:
+    """Grade one submission; return its CSV rows (dicts keyed by :data:`COLUMNS`)."""
+    from gradlib import exercises
+
+    file = display if display is not None else str(path)
+    path = Path(path)
+    fallback = lang if lang in LANGUAGES else "en"
+    if not path.is_file():
+        return [_row(file, fallback, status="file-not-found", feedback=_msg("file_not_found", fallback))]
+    nb = _read(path, fallback)
+    if isinstance(nb, str):
+        return [_row(file, fallback, status="invalid-notebook", feedback=_msg("invalid", fallback, error=nb))]
+
+    info = inspect_notebook(nb)
+    lang = lang if lang in LANGUAGES else (info.lang or "en")
+    expected = chapter_exercises(info.chapters)
+    if not expected:
+        return [_row(file, lang, chapter=" ".join(info.chapters), status="no-exercises",
+                     feedback=_msg("no_exercises", lang))]
+
+    names = {}
+    for exercise in expected:
+        candidates = [exercises.answer_name(exercise), (info.checks.get(exercise) or {}).get("answer")]
+        names[exercise] = [n for i, n in enumerate(candidates) if n and n not in candidates[:i]]
+
+    run = _Run()
+    limit = startup_timeout + timeout + check_timeout * len(expected) + 30
+    try:
+        await asyncio.wait_for(
+            _run_notebook(nb, expected, names, lang, run, timeout=timeout, check_timeout=check_timeout,
+                          kernel_name=kernel_name, startup_timeout=startup_timeout), limit)
+    except asyncio.TimeoutError:
+        run.watchdog = limit
+    except Exception as err:  # a kernel that cannot start, a broken channel ...
+        run.failure = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+
+    notes = list(run.errors[:3])
+    if len(run.errors) > 3:
+        notes.append(_msg("more_errors", lang, count=len(run.errors) - 3))
+    if run.timeout_cell:
+        notes.append(_msg("cell_timeout", lang, cell=run.timeout_cell, line=run.timeout_line,
+                          seconds=_seconds(timeout), skipped=run.skipped))
+    if run.died:
+        notes.append(_msg("kernel_died", lang, where=run.died))
+    rows = []
+    for exercise in expected:
+        name = names[exercise][0] if names[exercise] else ""
+        result = run.results.get(exercise)
+        present = exercise in info.checks
+        row = _row(file, lang, chapter=exercise.split("-")[0], exercise=exercise, answer=name,
+                   check_cell="present" if present else "deleted", notes="; ".join(notes))
+        if result is None:
+            if run.watchdog is not None:
+                row.update(status="timeout", feedback=_msg("watchdog", lang, seconds=_seconds(run.watchdog)))
+            elif run.died:
+                row.update(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
+            else:
+                row.update(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
+        elif result["status"] == "graded":
+            row.update(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
+                       feedback=result.get("message", ""))
+        elif result["status"] == "not-defined":
+            if run.timeout_cell:
+                row.update(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
+                                                          seconds=_seconds(timeout), cell=run.timeout_cell))
+            else:
+                row.update(status="not-defined", feedback=_msg("not_defined", lang, name=name))
+        elif result["status"] == "timeout":
+            row.update(status="timeout", feedback=_msg("check_timeout", lang, name=name,
+                                                       seconds=_seconds(check_timeout)))
+        elif result["status"] == "no-result":
+            row.update(status="no-result", feedback=_msg("no_result", lang))
+        else:
+            row.update(status="grader-error", feedback=_msg("grader_error", lang, error=result.get("message", "?")))
+        if not present:
+            deleted = _msg("deleted", lang, exercise=exercise)
+            if row["status"] == "graded":
+                row["feedback"] = deleted + ("; " if lang == "en" else "；") + _msg(
+                    "deleted_graded", lang, name=row["answer"], message=row["feedback"])
+            else:
+                row["feedback"] = deleted + ("; " if lang == "en" else "；") + row["feedback"]
+        rows.append(row)
+    return rows
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+async def grade_files(paths: Sequence, *, jobs: int = 1, progress=None, **options) -> List[Dict[str, Any]]:
+    """Grade several submissions, ``jobs`` at a time; rows in the order of ``paths``."""
+    semaphore = asyncio.Semaphore(max(1, jobs))
+
+    async def one(path):
+        async with semaphore:
+            try:
+                rows = await grade_file(Path(path), display=str(path), **options)
+            except Exception as err:  # never stop the run for one file
+                rows = [_row(str(path), "en", status="grader-error",
+                             feedback=_msg("grader_error", "en", error=f"{type(err).__name__}: {err}"))]
+            if progress is not None:
+                progress(str(path), rows)
+            return rows
+
+    results = await asyncio.gather(*(one(p) for p in paths))
+    return [row for rows in results for row in rows]
+
+
+def grade(paths: Sequence, **options) -> List[Dict[str, Any]]:
+    """Synchronous :func:`grade_files`: grade the notebooks at ``paths``, return the rows.
+
+    Works in a script and in a Jupyter cell alike: where an event loop is
+    already running (as in a notebook), the grading runs on its own loop in
+    a worker thread.  In a notebook, ``await grade_files(...)`` does the same.
+    """
+    paths = list(paths)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(grade_files(paths, **options))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(grade_files(paths, **options))).result()
+
+
+def write_csv(rows: Sequence[Dict[str, Any]], out: Path) -> None:
+    """Write the rows as UTF-8 CSV with the header :data:`COLUMNS`."""
+    out = Path(out)
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# -- command line --------------------------------------------------------------
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds; got {text!r}")
+    return value
+
+
+def _report(file: str, rows: List[Dict[str, Any]]) -> None:
+    graded = [r for r in rows if r["exercise"]]
+    if graded:
+        passed = sum(int(r["passed"]) for r in graded)
+        print(f"{file}: {passed}/{len(graded)} passed", file=sys.stderr, flush=True)
+    else:
+        print(f"{file}: {rows[0]['status']}", file=sys.stderr, flush=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gradlib.grade",
+        description="Run students' notebooks headless and grade their exercises into a CSV.")
+    parser.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="the students' .ipynb files")
+    parser.add_argument("--out", required=True, type=Path, help="the CSV to write (one row per file and exercise)")
+    parser.add_argument("--timeout", type=_positive, default=120,
+                        help="seconds for running a notebook's cells (default 120)")
+    parser.add_argument("--check-timeout", type=_positive, default=60,
+                        help="seconds for each exercise check (default 60)")
+    parser.add_argument("--lang", choices=("auto",) + LANGUAGES, default="auto",
+                        help="language of the messages: the notebook's (auto, English if unknown) or forced")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at the same time (default 1)")
+    parser.add_argument("--kernel", default="python3", help="the Jupyter kernel to run them in (default python3)")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    try:
+        import nbclient  # noqa: F401
+        import nbformat  # noqa: F401
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    except ImportError as err:
+        parser.error(f"the grader needs nbclient and nbformat ({err}); pip install nbclient nbformat")
+    try:
+        KernelSpecManager().get_kernel_spec(args.kernel)
+    except NoSuchKernel:
+        parser.error(f"no Jupyter kernel named {args.kernel!r} (see `jupyter kernelspec list`)")
+    out = args.out
+    if out.exists() and out.is_dir():
+        parser.error(f"--out {out} is a directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = grade(args.submissions, timeout=args.timeout, check_timeout=args.check_timeout, lang=args.lang,
+                 jobs=args.jobs, kernel_name=args.kernel, progress=_report)
+    try:
+        write_csv(rows, out)
+    except OSError as err:
+        parser.error(f"cannot write {out}: {err}")
+    print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
