@@ -1,30 +1,49 @@
 """gradlib: small, tested tools for customising gradients in TensorFlow.
 
 The companion library of the gradbook Jupyter Book.  Every public name is
-re-exported here; the topic modules hold the code.
+available as ``gradlib.NAME``.  ``import gradlib`` loads the gradient tools
+only (ops, checks, graph mode, curves, the explorer, log capture); the book's
+runtime (:mod:`gradlib.book`: progress, tables, benchmarks), the classroom
+(:mod:`gradlib.classroom`: exercises, grader) and the chapter experiments
+(``dann``, ``data``, ``experiments``) load on first use (PEP 562).
 """
 
+import importlib
+from importlib import metadata as _metadata
+
 from . import _compat  # noqa: F401  (checks the TensorFlow version first)
+from ._compat import UntestedTensorFlowWarning
+from .autodiff import curves, value_and_grad
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
-from . import dann, data, experiments
-from .book import benchmarks
-from .classroom import exercises
-from .curves import curves
-from .explore import Explorer, explore, plot_curves
+from .explorer import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
 from .logs import captured_tf_warnings
-from .book.progress import progress
 from .reversal import GradientReversal, gradient_reversal
 from .ste import SIGN_SURROGATES, dorefa_quantize, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
-from .book.tables import glue, markdown_table
 from .tricks import straight_through
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version(__name__)  # written once, in pyproject.toml
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+    __version__ = "0+unknown"
+
+# name -> (module, attribute or None for the module itself), loaded on first use.
+_LAZY = {
+    "benchmarks": ("gradlib.book.benchmarks", None),
+    "glue": ("gradlib.book.tables", "glue"),
+    "markdown_table": ("gradlib.book.tables", "markdown_table"),
+    "progress": ("gradlib.book.progress", "progress"),
+    "exercises": ("gradlib.classroom.exercises", None),
+    "dann": ("gradlib.dann", None),
+    "data": ("gradlib.data", None),
+    "experiments": ("gradlib.experiments", None),
+}
 
 __all__ = [
     "Explorer",
     "GradientReversal",
     "SIGN_SURROGATES",
+    "UntestedTensorFlowWarning",
     "benchmarks",
     "GradientCheck",
     "GradientError",
@@ -49,5 +68,22 @@ __all__ = [
     "ste_sign",
     "straight_through",
     "strict_custom_gradient",
+    "value_and_grad",
     "xnor_binarize",
 ]
+
+
+def __getattr__(name):
+    """Load the book runtime, the classroom and the experiments on first use."""
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'gradlib' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,34 +1,61 @@
 """TensorFlow import and version gate (private).
 
-gradlib supports the TensorFlow releases Colab ships and the one this book is
-built with.  Importing gradlib on anything else fails at once with a message
-naming the supported range, instead of failing later in an obscure way.
+gradlib is tested with the TensorFlow releases from ``OLDEST`` (the oldest
+Colab may still ship) to ``NEWEST`` (the one this book is built with).
+
+* Older than ``OLDEST``: ``import gradlib`` fails at once with an ImportError
+  naming the range, instead of failing later in an obscure way.
+* Newer than ``NEWEST``: a :class:`UntestedTensorFlowWarning` naming both
+  versions, and gradlib loads.  Colab upgrades TensorFlow without asking; a
+  hard upper bound would break every chapter on that day.  The upper bound
+  of what pip installs lives in the ``cpu``/``tf`` extras instead.
+* An unreadable version string: the same warning (gradlib cannot tell).
 """
 
 from __future__ import annotations
 
-SUPPORTED = ((2, 19), (2, 21))  # inclusive range of (major, minor)
+import re
+import warnings
+
+OLDEST, NEWEST = (2, 19), (2, 21)  # (major, minor) of the oldest and newest tested release
+
+
+class UntestedTensorFlowWarning(UserWarning):
+    """The installed TensorFlow is newer than (or not recognisable as) a release gradlib was tested with."""
+
+
+def _text(version) -> str:
+    return ".".join(map(str, version))
 
 
 def _supported_text() -> str:
-    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED
-    return f"{lo_major}.{lo_minor} to {hi_major}.{hi_minor}"
+    return f"{_text(OLDEST)} to {_text(NEWEST)}"
 
 
 def check_version(version: str) -> None:
-    """Raise ImportError unless ``version`` (e.g. "2.21.0") is supported."""
-    try:
-        major, minor = (int(part) for part in version.split(".")[:2])
-    except ValueError:
-        raise ImportError(
-            f"gradlib could not read the TensorFlow version {version!r}; "
-            f"it supports TensorFlow {_supported_text()}."
-        ) from None
-    if not SUPPORTED[0] <= (major, minor) <= SUPPORTED[1]:
-        raise ImportError(
-            f"gradlib supports TensorFlow {_supported_text()}, "
-            f"but TensorFlow {version} is installed."
-        )
+    """Check the TensorFlow ``version`` (e.g. ``"2.21.0"``) gradlib runs with.
+
+    Raises:
+        ImportError: ``version`` is older than the oldest tested release.
+
+    Warns:
+        UntestedTensorFlowWarning: ``version`` is newer than the newest tested
+            release, or cannot be read.
+    """
+    match = re.match(r"(\d+)\.(\d+)", str(version))
+    if match is None:
+        warnings.warn(f"gradlib could not read the TensorFlow version {version!r}; it is tested with "
+                      f"TensorFlow {_supported_text()}.", UntestedTensorFlowWarning, stacklevel=2)
+        return
+    found = (int(match[1]), int(match[2]))
+    if found < OLDEST:
+        raise ImportError(f"gradlib supports TensorFlow {_supported_text()}, but TensorFlow {version} is "
+                          f"installed: upgrade it, e.g. `pip install 'gradlib[cpu]'`.")
+    if found > NEWEST:
+        warnings.warn(f"gradlib is tested with TensorFlow up to {_text(NEWEST)}, but TensorFlow {version} is "
+                      f"installed: it will probably work; if something breaks, install TensorFlow "
+                      f"{_text(NEWEST)} (`pip install 'tensorflow=={_text(NEWEST)}.*'`).",
+                      UntestedTensorFlowWarning, stacklevel=2)
 
 
 try:

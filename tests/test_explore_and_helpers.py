@@ -1,13 +1,10 @@
-"""explore, markdown_table, captured_tf_warnings and the TensorFlow version gate."""
-
-import os
+"""explore, markdown_table and captured_tf_warnings."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import gradlib
-from gradlib import _compat
 
 
 def smooth_relu(beta):
@@ -140,23 +137,6 @@ def test_captured_tf_warnings_collects_and_restores():
             tape.watch(tf.constant(1))
     assert any("must be floating" in m for m in messages)
     assert logger.handlers == handlers
-
-
-@pytest.mark.parametrize("version", ["2.19.0", "2.20.1", "2.21.0", "2.21.0rc1"])
-def test_supported_versions_pass(version):
-    _compat.check_version(version)
-
-
-@pytest.mark.parametrize("version", ["2.18.1", "2.22.0", "1.15.5", "3.0.0", "nightly"])
-def test_unsupported_versions_name_the_range(version):
-    with pytest.raises(ImportError, match=r"2\.19 to 2\.21"):
-        _compat.check_version(version)
-
-
-def test_public_names_are_exported():
-    for name in gradlib.__all__:
-        assert getattr(gradlib, name) is not None
-    assert os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0"  # conftest keeps TF quiet
 
 
 def test_blitted_redraw_equals_a_full_render():

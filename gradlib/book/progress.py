@@ -7,7 +7,7 @@ import time
 from typing import Iterable, Iterator, Optional, TypeVar
 
 from .._validate import integer
-from ..explore import _building_book
+from ..explorer import building_book
 
 __all__ = ["progress"]
 
@@ -39,7 +39,7 @@ def progress(iterable: Iterable[T], *, total: Optional[int] = None, desc: str = 
 
 
 def _progress(iterable: Iterable[T], total: Optional[int], desc: str) -> Iterator[T]:
-    if not _building_book():
+    if not building_book():
         from tqdm.auto import tqdm
 
         yield from tqdm(iterable, total=total, desc=desc)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ._validate import callable_arg
-from .curves import curves
+from .autodiff import curves
 
 __all__ = ["explore", "Explorer", "plot_curves"]
 
@@ -32,7 +32,8 @@ FIGSIZE = (8, 3)
 DPI = 80
 
 
-def _building_book() -> bool:
+def building_book() -> bool:
+    """True while the book is being built (``GRADBOOK_BUILD=1``, set by the site's extension)."""
     return os.environ.get("GRADBOOK_BUILD") == "1"
 
 
@@ -226,7 +227,7 @@ class Explorer:
     def _ipython_display_(self):
         from IPython.display import HTML, display
 
-        if _building_book():
+        if building_book():
             display(HTML(self.static_html()))
             return
         display(self.widget())

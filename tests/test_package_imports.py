@@ -1,0 +1,108 @@
+"""The package's shape: what ``import gradlib`` loads, the lazy names, the TensorFlow gate."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import gradlib
+from gradlib import _compat
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROBE = """
+import json, sys
+import gradlib
+loaded = sorted(m for m in sys.modules if m == "gradlib" or m.startswith("gradlib."))
+listed = dir(gradlib)
+resolved = {name: type(getattr(gradlib, name)).__name__ for name in gradlib.__all__}
+import gradlib.explorer as explorer_module, gradlib.autodiff as autodiff_module
+import gradlib.book.progress as progress_module
+print(json.dumps({"loaded": loaded, "listed": listed, "resolved": resolved,
+                  "after": sorted(m for m in sys.modules if m.startswith("gradlib.")),
+                  "modules": [type(m).__name__ for m in (explorer_module, autodiff_module, progress_module)],
+                  "functions": [type(f).__name__ for f in (gradlib.explore, gradlib.curves, gradlib.progress)]}))
+"""
+
+LAZY_PREFIXES = ("gradlib.book", "gradlib.classroom", "gradlib.dann", "gradlib.data", "gradlib.experiments",
+                 "gradlib.exercises", "gradlib.grade")
+
+
+@pytest.fixture(scope="module")
+def fresh():
+    """What a fresh interpreter sees (this process has imported everything already)."""
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_gradlib_loads_the_gradient_tools_only(fresh):
+    eager = [m for m in fresh["loaded"] if m.startswith(LAZY_PREFIXES)]
+    assert eager == [], f"`import gradlib` loaded {eager}"
+    for module in ("gradlib.ste", "gradlib.reversal", "gradlib.tricks", "gradlib.checks", "gradlib.graph",
+                   "gradlib.autodiff", "gradlib.explorer", "gradlib.logs"):
+        assert module in fresh["loaded"]
+    assert "gradlib.book.kernel" not in fresh["after"]  # not even after every name was used
+
+
+def test_every_public_name_resolves_and_is_listed(fresh):
+    assert sorted(fresh["resolved"]) == sorted(gradlib.__all__)
+    assert set(gradlib.__all__) <= set(fresh["listed"])
+    assert fresh["resolved"]["exercises"] == fresh["resolved"]["dann"] == "module"
+    assert fresh["resolved"]["progress"] == fresh["resolved"]["glue"] == "function"
+    assert "gradlib.classroom.exercises" in fresh["after"] and "gradlib.book.tables" in fresh["after"]
+
+
+def test_no_function_shadows_its_module(fresh):
+    assert fresh["modules"] == ["module"] * 3
+    assert fresh["functions"] == ["function"] * 3
+
+
+def test_lazy_names_are_the_objects_of_their_modules():
+    from gradlib.book import benchmarks, progress, tables
+    from gradlib.classroom import exercises
+
+    assert gradlib.progress is progress.progress
+    assert gradlib.glue is tables.glue and gradlib.markdown_table is tables.markdown_table
+    assert gradlib.benchmarks is benchmarks and gradlib.exercises is exercises
+    with pytest.raises(AttributeError, match="no attribute 'banana'"):
+        gradlib.banana  # noqa: B018
+
+
+def test_version_is_the_installed_metadata():
+    from importlib import metadata
+
+    assert gradlib.__version__ == metadata.version("gradlib")
+
+
+# -- the TensorFlow version gate ---------------------------------------------------------------
+
+@pytest.mark.parametrize("version", ["2.19.0", "2.20.1", "2.21.0", "2.21.0rc1", "2.21.5"])
+def test_tested_versions_pass_quietly(version):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _compat.check_version(version)
+
+
+@pytest.mark.parametrize("version", ["2.18.1", "2.9.0", "1.15.5", "0.12.0"])
+def test_older_versions_raise_naming_the_range(version):
+    with pytest.raises(ImportError, match=r"2\.19 to 2\.21.*" + version.replace(".", r"\.")):
+        _compat.check_version(version)
+
+
+@pytest.mark.parametrize("version", ["2.22.0", "2.30.0rc0", "3.0.0", "10.1.0"])
+def test_newer_versions_warn_naming_both(version):
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=r"up to 2\.21.*" + version.replace(".", r"\.")):
+        _compat.check_version(version)
+    assert issubclass(gradlib.UntestedTensorFlowWarning, UserWarning)
+
+
+@pytest.mark.parametrize("version", ["nightly", "", "2", "v2.21"])
+def test_an_unreadable_version_warns(version):
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match="could not read the TensorFlow version"):
+        _compat.check_version(version)
