@@ -48,13 +48,20 @@ def same_shape(a: tf.Tensor, b: tf.Tensor, what_a: str, what_b: str) -> None:
         raise ValueError(f"{what_a} has shape {a.shape.as_list()} but {what_b} has shape {b.shape.as_list()}; they must match")
 
 
-def real_number(value: Any, name: str, *, minimum: Optional[float] = None, positive: bool = False) -> float:
+def real_number(value: Any, name: str, *, minimum: Optional[float] = None, positive: bool = False,
+                type_error: bool = False) -> float:
     """Return ``value`` as a finite float or raise a ValueError naming ``name``.
 
     Bools are refused (``True`` is an int in Python, never a meant number);
-    ``positive`` asks for ``> 0``, ``minimum`` for ``>= minimum``.
+    NaN and ±inf are refused; ``positive`` asks for ``> 0``, ``minimum`` for
+    ``>= minimum``.  With ``type_error=True`` a value that is not a real
+    number at all (a string, None, a bool) raises a TypeError instead.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        if type_error:
+            raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}")
+        raise ValueError(f"`{name}` must be a finite real number; got {value!r}")
+    if not math.isfinite(value):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}")
     if positive and not value > 0:
         raise ValueError(f"`{name}` must be a positive number; got {value!r}")

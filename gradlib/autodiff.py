@@ -79,9 +79,12 @@ def _vjp(fn: Callable, xt: tf.Tensor, upstream=None):
     y = tf.convert_to_tensor(y)
     if upstream is not None:
         try:
-            upstream = tf.cast(tf.convert_to_tensor(upstream), y.dtype)
+            given = tf.convert_to_tensor(upstream)
         except (TypeError, ValueError) as err:
             raise TypeError(f"`upstream` must be an array of real numbers; got {type(upstream).__name__}: {err}") from None
+        if not (given.dtype.is_floating or given.dtype.is_integer):
+            raise TypeError(f"`upstream` must be an array of real numbers; got dtype {given.dtype.name}")
+        upstream = tf.cast(given, y.dtype)
         if upstream.shape != y.shape:
             raise ValueError(f"`upstream` has shape {upstream.shape.as_list()} but fn(x) has shape "
                              f"{y.shape.as_list()}; they must match")

@@ -24,7 +24,6 @@ arXiv:1602.02830, 2016 (binary activations too, clipped STE); S. Zhou et al.,
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -46,14 +45,8 @@ def _kind(value, name: str) -> str:
     return value
 
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer; got {value!r}")
-    return int(value)
-
-
 def _quantizer_args(kind, x, name: str, bits, ste):
-    return _kind(kind, "kind"), float_tensor(x, name), _positive_int(bits, "bits"), flag(ste, "ste")
+    return _kind(kind, "kind"), float_tensor(x, name), integer(bits, "bits"), flag(ste, "ste")
 
 
 def quantize_weights(w, kind: str, bits: int = 2, ste: bool = True) -> tf.Tensor:
@@ -174,7 +167,7 @@ def digits_experiment(weights: str = "float", activations: str = "float", ste: b
     weights, activations = _kind(weights, "weights"), _kind(activations, "activations")
     if weight_quantizer is not None:
         callable_arg(weight_quantizer, "weight_quantizer")
-    bits, epochs, hidden, steps = (_positive_int(v, n) for v, n in
+    bits, epochs, hidden, steps = (integer(v, n) for v, n in
                                    ((bits, "bits"), (epochs, "epochs"), (hidden, "hidden"),
                                     (steps_per_epoch, "steps_per_epoch")))
     learning_rate = real_number(learning_rate, "learning_rate", positive=True)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 import tensorflow as tf
 
-from ._validate import callable_arg
+from ._validate import callable_arg, integer
 
 __all__ = ["run_graph", "register_gradient"]
 
@@ -73,8 +73,8 @@ def run_graph(build: Callable[[], Any], *, repeat: Optional[int] = None,
             differs from ``repeat``.
     """
     callable_arg(build, "build")
-    if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1):
-        raise ValueError(f"`repeat` must be a positive integer or None; got {repeat!r}")
+    if repeat is not None:
+        repeat = integer(repeat, "repeat")
     feeds = None
     if feed is not None:
         if isinstance(feed, Mapping):

@@ -2,13 +2,12 @@ r"""The gradient reversal layer of domain-adversarial training (DANN)."""
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 import tensorflow as tf
 
-from ._validate import float_tensor
+from ._validate import float_tensor, real_number
 
 __all__ = ["GradientReversal", "gradient_reversal"]
 
@@ -44,10 +43,8 @@ def gradient_reversal(x, lam=1.0):
             ``lam`` is not a scalar.
     """
     x = float_tensor(x, "x")
-    if isinstance(lam, (bool, np.bool_)):
-        raise TypeError("`lam` must be a real number or a floating tensor; got a bool")
-    if isinstance(lam, numbers.Real) and not math.isfinite(lam):
-        raise ValueError(f"`lam` must be a finite number; got {lam!r}: every gradient would be NaN or infinite")
+    if isinstance(lam, (bool, np.bool_, numbers.Real)):  # NaN, ±inf: every gradient would be NaN or infinite
+        real_number(lam, "lam", type_error=True)
     try:
         # Reads a Variable outside the custom op.  A Python number takes x's dtype
         # directly: through float32 first, lam=0.1 would be off for float64 x.
@@ -91,10 +88,7 @@ class GradientReversal(tf.keras.layers.Layer):
     """
 
     def __init__(self, lam: float = 1.0, **kwargs):
-        if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, numbers.Real):
-            raise TypeError(f"`lam` must be a real number; got {type(lam).__name__} {lam!r}")
-        if not math.isfinite(lam):
-            raise ValueError(f"`lam` must be a finite number; got {lam!r}")
+        real_number(lam, "lam", type_error=True)
         super().__init__(**kwargs)
         with np.errstate(over="ignore"):
             stored = np.asarray(lam, dtype=self.variable_dtype)

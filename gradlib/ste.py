@@ -11,7 +11,7 @@ from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
-from ._validate import float_tensor
+from ._validate import float_tensor, integer, real_number
 
 __all__ = [
     "SIGN_SURROGATES",
@@ -21,12 +21,6 @@ __all__ = [
     "ste_sign",
     "xnor_binarize",
 ]
-
-
-def _positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-        raise ValueError(f"`{name}` must be a positive number; got {value!r}")
-    return float(value)
 
 
 def _with_derivative(x: tf.Tensor, forward: Callable[[tf.Tensor], tf.Tensor],
@@ -94,12 +88,12 @@ def ste_sign(x, clip: Optional[float] = None):
 
     Raises:
         TypeError: ``x`` is not a floating tensor.
-        ValueError: ``clip`` is not a positive number.
+        ValueError: ``clip`` is not a positive finite number.
     """
     x = float_tensor(x, "x")
     if clip is None:
         return _with_derivative(x, _sign_pm1, _identity_derivative)
-    limit = _positive(clip, "clip")
+    limit = real_number(clip, "clip", positive=True)
     return _with_derivative(x, _sign_pm1, lambda v: tf.cast(tf.abs(v) <= limit, v.dtype))
 
 
@@ -199,9 +193,7 @@ def dorefa_quantize(x, bits: int):
         ValueError: ``bits`` is not a positive integer.
     """
     x = float_tensor(x, "x")
-    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or bits < 1:
-        raise ValueError(f"`bits` must be a positive integer; got {bits!r}")
-    levels = float(2 ** int(bits) - 1)
+    levels = float(2 ** integer(bits, "bits") - 1)
     return _with_derivative(x, lambda v: tf.round(tf.clip_by_value(v, 0.0, 1.0) * levels) / levels,
                             lambda v: tf.cast((v >= 0) & (v <= 1), v.dtype))
 
@@ -250,11 +242,11 @@ def sign_with_surrogate(x, surrogate: str = "identity", *, clip: float = 1.0, be
 
     Raises:
         TypeError: ``x`` is not a floating tensor.
-        ValueError: unknown ``surrogate``, or ``clip``/``beta`` not positive.
+        ValueError: unknown ``surrogate``, or ``clip``/``beta`` not a positive finite number.
     """
     x = float_tensor(x, "x")
     if not isinstance(surrogate, str) or surrogate not in SIGN_SURROGATES:
         raise ValueError(f"`surrogate` must be one of {sorted(SIGN_SURROGATES)}; got {surrogate!r}")
-    params = {"clip": _positive(clip, "clip"), "beta": _positive(beta, "beta")}
+    params = {"clip": real_number(clip, "clip", positive=True), "beta": real_number(beta, "beta", positive=True)}
     derivative = SIGN_SURROGATES[surrogate]
     return _with_derivative(x, _sign_pm1, lambda v: derivative(v, **params))

@@ -1,4 +1,4 @@
-"""Bad input to gradlib: one table, one test.
+"""Bad input to gradlib: one table of cases, one table of classes of values.
 
 Every public function of gradlib (``gradlib.__all__`` and the public functions
 of its modules ``benchmarks``, ``data``, ``dann``, ``experiments`` and ``exercises``) is
@@ -9,9 +9,15 @@ never an error from deep inside NumPy or TensorFlow.
 Not in the table: the names that take no input to get wrong
 (``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``,
 ``dann.DEFAULTS``, ``dann.PROBES``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
-``GradientCheck``, ``GradientError`` and ``exercises.Feedback``, and
+``GradientCheck``, ``GradientError``, ``UntestedTensorFlowWarning`` and ``exercises.Feedback``, and
 ``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
 keeps this list honest.
+
+The second table states, per numeric parameter, its *kind* (a finite real, a
+positive number, a positive integer, ...) and every function is called with
+every member of the class of values that kind refuses: NaN and ±inf, bools,
+zero and negative numbers, non-integers and values of the wrong type, as the
+kind says.  ``test_every_numeric_parameter_has_a_kind`` keeps it complete.
 """
 
 import inspect
@@ -85,8 +91,8 @@ CASES = {
     "ste_sign: int32 tensor": (gradlib.ste_sign, (INTS,), {}, TypeError, r"`x` has dtype int32"),
     "ste_sign: clip=-1": (gradlib.ste_sign, (X,), {"clip": -1}, ValueError, r"`clip` must be a positive number"),
     "ste_sign: clip=0": (gradlib.ste_sign, (X,), {"clip": 0}, ValueError, r"`clip` must be a positive number"),
-    "ste_sign: clip='1'": (gradlib.ste_sign, (X,), {"clip": "1"}, ValueError, r"`clip` must be a positive number"),
-    "ste_sign: clip=True": (gradlib.ste_sign, (X,), {"clip": True}, ValueError, r"`clip` must be a positive number"),
+    "ste_sign: clip='1'": (gradlib.ste_sign, (X,), {"clip": "1"}, ValueError, r"`clip` must be a finite real number"),
+    "ste_sign: clip=True": (gradlib.ste_sign, (X,), {"clip": True}, ValueError, r"`clip` must be a finite real number"),
     "xnor_binarize: int64 array": (gradlib.xnor_binarize, (np.array([1, -2]),), {}, TypeError, r"`x` has dtype int64"),
     "xnor_binarize: axis out of range": (gradlib.xnor_binarize, (X,), {"axis": 1}, ValueError,
                                          r"`axis` 1 is out of range for a tensor of rank 1"),
@@ -117,11 +123,11 @@ CASES = {
     "gradient_reversal: lam is a vector": (gradlib.gradient_reversal, (X, [1.0, 2.0]), {}, ValueError,
                                            r"`lam` must be a scalar"),
     "gradient_reversal: lam=nan": (gradlib.gradient_reversal, (X, float("nan")), {}, ValueError,
-                                   r"`lam` must be a finite number; got nan"),
+                                   r"`lam` must be a finite real number; got nan"),
     "gradient_reversal: lam=-inf": (gradlib.gradient_reversal, (X, -float("inf")), {}, ValueError,
-                                    r"`lam` must be a finite number; got -inf"),
+                                    r"`lam` must be a finite real number; got -inf"),
     "gradient_reversal: lam=np.float32(nan)": (gradlib.gradient_reversal, (X, np.float32("nan")), {}, ValueError,
-                                               r"`lam` must be a finite number"),
+                                               r"`lam` must be a finite real number"),
     "gradient_reversal: lam=np.array(nan)": (gradlib.gradient_reversal, (X, np.array(np.nan)), {}, ValueError,
                                              r"`lam` must be a finite number in float32; got array\(nan\)"),
     "gradient_reversal: lam=np.array(inf)": (gradlib.gradient_reversal, (X, np.array(np.inf)), {}, ValueError,
@@ -132,7 +138,7 @@ CASES = {
     "GradientReversal: lam=1e39 overflows float32": (gradlib.GradientReversal, (1e39,), {}, ValueError,
                                                      r"`lam` must be a finite number in float32; got 1e\+39"),
     "GradientReversal: lam=nan": (gradlib.GradientReversal, (float("nan"),), {}, ValueError,
-                                  r"`lam` must be a finite number; got nan"),
+                                  r"`lam` must be a finite real number; got nan"),
     "GradientReversal: lam is a string": (gradlib.GradientReversal, (), {"lam": "big"}, TypeError,
                                           r"`lam` must be a real number"),
     "GradientReversal: lam=None": (gradlib.GradientReversal, (None,), {}, TypeError, r"`lam` must be a real number"),
@@ -191,6 +197,20 @@ CASES = {
     "curves: fn reduces": (gradlib.curves, (tf.reduce_sum, X), {}, ValueError, r"`fn` must return one value per point"),
     "curves: unknown unconnected": (gradlib.curves, (tf.sin, X), {"unconnected": "zeros"}, ValueError,
                                     r"`unconnected` must be one of"),
+    "value_and_grad: fn is a string": (gradlib.value_and_grad, ("sin", X), {}, TypeError, r"`fn` must be callable"),
+    "value_and_grad: int32 x": (gradlib.value_and_grad, (tf.sin, INTS), {}, TypeError, r"`x` has dtype int32"),
+    "value_and_grad: x holds strings": (gradlib.value_and_grad, (tf.sin, ["a"]), {}, TypeError,
+                                        r"`x` has dtype string"),
+    "value_and_grad: strings with a dtype": (gradlib.value_and_grad, (tf.sin, ["a"]), {"dtype": tf.float64},
+                                             TypeError, r"`x` must hold real numbers"),
+    "value_and_grad: dtype=tf.int32": (gradlib.value_and_grad, (tf.sin, X), {"dtype": tf.int32}, TypeError,
+                                       r"`dtype` must be a floating dtype"),
+    "value_and_grad: upstream of another shape": (gradlib.value_and_grad, (tf.sin, X, [1.0, 2.0]), {}, ValueError,
+                                                  r"`upstream` has shape \[2\] but fn\(x\) has shape \[4\]"),
+    "value_and_grad: upstream holds strings": (gradlib.value_and_grad, (tf.sin, X, ["a"] * 4), {}, TypeError,
+                                               r"`upstream` must be an array of real numbers"),
+    "value_and_grad: fn returns None": (gradlib.value_and_grad, (lambda x: None, X), {}, TypeError,
+                                        r"`fn` returned None"),
     "plot_curves: fn is a string": (gradlib.plot_curves, ("sin", X), {}, TypeError, r"`fn` must be callable"),
     "plot_curves: x holds strings": (gradlib.plot_curves, (tf.sin, ["a", "b"]), {}, TypeError,
                                      r"`x` must hold real numbers"),
@@ -384,7 +404,7 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
-NOT_IN_TABLE = {"captured_tf_warnings", "SIGN_SURROGATES", "benchmarks.LATEST", "GradientCheck", "GradientError",
+NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "benchmarks.LATEST", "GradientCheck", "GradientError",
                 "dann.DEFAULTS", "dann.PROBES", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 
@@ -406,3 +426,116 @@ def test_the_table_covers_every_public_function():
     missing = sorted(name for name, value in public.items() if name not in NOT_IN_TABLE and id(value) not in tested)
     assert not missing, f"no bad-input case for {missing}"
     assert NOT_IN_TABLE <= set(public), f"stale names in NOT_IN_TABLE: {sorted(NOT_IN_TABLE - set(public))}"
+
+
+# -- classes of bad values, per kind of numeric parameter ---------------------------------------
+
+NAN = float("nan")
+INF = float("inf")
+NON_FINITE = [NAN, INF, -INF, np.float32("nan"), np.float64(-INF)]
+BOOLS = [True, False, np.True_]
+WRONG_TYPE = ["1", None, [1.0], 1 + 2j, object()]
+NON_POSITIVE = [0, 0.0, -1, -0.5, -1e-300, -INF]
+NEGATIVE = [-1, -0.5, -1e-300]
+NOT_INTEGRAL = [2.5, 2.0, np.float64(3.0), NAN, INF]
+
+# kind -> the class of values it refuses (members that are of the wrong type may raise TypeError)
+BAD_VALUES = {
+    "real": NON_FINITE + BOOLS + WRONG_TYPE,
+    "positive": NON_FINITE + BOOLS + WRONG_TYPE + NON_POSITIVE,
+    "non_negative": NON_FINITE + BOOLS + WRONG_TYPE + NEGATIVE,
+    "positive_int": NOT_INTEGRAL + BOOLS + WRONG_TYPE + [0, -1, np.int64(0)],
+    "non_negative_int": NOT_INTEGRAL + BOOLS + WRONG_TYPE + [-1, np.int64(-3)],
+}
+TYPE_CLASS = BOOLS + WRONG_TYPE  # for these, a TypeError names the argument as well as a ValueError
+
+
+def _moons(name):
+    return lambda v: dann.moons_experiment("dann", **{name: v})
+
+
+# (public function, parameter) -> (kind, call with the value, None is a valid value)
+KINDS = {
+    ("ste_sign", "clip"): ("positive", lambda v: gradlib.ste_sign(X, clip=v), True),
+    ("sign_with_surrogate", "clip"): ("positive", lambda v: gradlib.sign_with_surrogate(X, "clipped", clip=v), False),
+    ("sign_with_surrogate", "beta"): ("positive", lambda v: gradlib.sign_with_surrogate(X, "swish_sign", beta=v), False),
+    ("dorefa_quantize", "bits"): ("positive_int", lambda v: gradlib.dorefa_quantize(X, v), False),
+    ("gradient_reversal", "lam"): ("real", lambda v: gradlib.gradient_reversal(X, v), False),
+    ("GradientReversal", "lam"): ("real", lambda v: gradlib.GradientReversal(v), False),
+    ("check_gradient", "atol"): ("non_negative", lambda v: gradlib.check_gradient(tf.sin, [1.0], atol=v), False),
+    ("check_gradient", "rtol"): ("non_negative", lambda v: gradlib.check_gradient(tf.sin, [1.0], rtol=v), False),
+    ("check_gradient", "delta"): ("positive", lambda v: gradlib.check_gradient(tf.sin, [1.0], delta=v), True),
+    ("run_graph", "repeat"): ("positive_int", lambda v: gradlib.run_graph(lambda: tf.constant(1.0), repeat=v), True),
+    ("progress", "total"): ("non_negative_int", lambda v: gradlib.progress(range(3), total=v), True),
+    ("data.two_moons", "n_per_class"): ("positive_int", lambda v: data.two_moons(v, 0.1), False),
+    ("data.two_moons", "noise"): ("non_negative", lambda v: data.two_moons(10, v), False),
+    ("data.two_moons", "rotation_deg"): ("real", lambda v: data.two_moons(10, 0.1, v), False),
+    ("data.two_moons", "seed"): ("non_negative_int", lambda v: data.two_moons(10, 0.1, seed=v), False),
+    ("dann.lambda_schedule", "gamma"): ("positive", lambda v: dann.lambda_schedule(0.5, gamma=v), False),
+    ("dann.learning_rate_schedule", "mu0"): ("positive", lambda v: dann.learning_rate_schedule(0.5, mu0=v), False),
+    ("dann.learning_rate_schedule", "alpha"): ("non_negative", lambda v: dann.learning_rate_schedule(0.5, alpha=v), False),
+    ("dann.learning_rate_schedule", "beta"): ("non_negative", lambda v: dann.learning_rate_schedule(0.5, beta=v), False),
+    ("dann.proxy_a_distance", "l2"): ("non_negative", lambda v: dann.proxy_a_distance(*(np.eye(2),) * 4, l2=v), False),
+    ("dann.proxy_a_distance", "k"): ("positive_int", lambda v: dann.proxy_a_distance(*(np.eye(2),) * 4, k=v), False),
+    ("dann.moons_experiment", "seed"): ("non_negative_int", lambda v: dann.moons_experiment("dann", v), False),
+    **{("dann.moons_experiment", name): (kind, _moons(name), False) for name, kind in [
+        ("n_per_class", "positive_int"), ("hidden", "positive_int"), ("steps", "positive_int"),
+        ("test_per_class", "positive_int"), ("domain_hidden", "non_negative_int"), ("grid", "non_negative_int"),
+        ("noise", "non_negative"), ("lam", "real"), ("rotation_deg", "real"), ("learning_rate", "positive")]},
+    ("experiments.quantize_weights", "bits"): ("positive_int", lambda v: experiments.quantize_weights(X, "kbit", v),
+                                               False),
+    ("experiments.quantize_activations", "bits"): ("positive_int",
+                                                   lambda v: experiments.quantize_activations(X, "kbit", v), False),
+    ("experiments.load_digits_split", "test_size"): ("positive_int", lambda v: experiments.load_digits_split(v), False),
+    ("experiments.load_digits_split", "split_seed"): ("non_negative_int",
+                                                      lambda v: experiments.load_digits_split(split_seed=v), False),
+    **{("experiments.digits_experiment", name): (kind, (lambda n: lambda v: experiments.digits_experiment(**{n: v}))(name),
+                                                 False)
+       for name, kind in [("bits", "positive_int"), ("epochs", "positive_int"), ("hidden", "positive_int"),
+                          ("steps_per_epoch", "positive_int"), ("learning_rate", "positive"),
+                          ("seed", "non_negative_int")]},
+}
+
+# Numeric parameters that are not in KINDS, with the reason.
+NOT_CLASSED = {
+    ("exercises.check", "timeout"): "the classroom's own validation (gradlib.classroom)",
+}
+# Numeric parameters without a numeric default (the completeness test finds the others itself).
+NUMERIC_WITHOUT_DEFAULT = {("ste_sign", "clip"), ("dorefa_quantize", "bits"), ("check_gradient", "delta"),
+                           ("run_graph", "repeat"), ("progress", "total"), ("data.two_moons", "n_per_class"),
+                           ("data.two_moons", "noise")}
+
+
+def _class_cases():
+    for (function, parameter), (kind, _, none_ok) in KINDS.items():
+        for index, value in enumerate(BAD_VALUES[kind]):
+            if value is None and none_ok:
+                continue
+            yield pytest.param(function, parameter, index, id=f"{function}:{parameter}={value!r}")
+
+
+@pytest.mark.parametrize("function, parameter, index", list(_class_cases()))
+def test_every_member_of_the_bad_class_is_refused(function, parameter, index):
+    kind, call, _ = KINDS[function, parameter]
+    value = BAD_VALUES[kind][index]
+    wrong_type = any(value is member for member in TYPE_CLASS)
+    with pytest.raises((TypeError, ValueError) if wrong_type else ValueError) as info:
+        result = call(value)
+        if inspect.isgenerator(result):  # progress validates at the call; make sure nothing is deferred
+            list(result)
+    assert f"`{parameter}`" in str(info.value), f"{function}({parameter}={value!r}): {info.value}"
+
+
+def test_every_numeric_parameter_has_a_kind():
+    numeric = set(NUMERIC_WITHOUT_DEFAULT) | {("dann.moons_experiment", name) for name, default in dann.DEFAULTS.items()
+                                              if isinstance(default, (int, float)) and not isinstance(default, bool)}
+    for name, value in public_names().items():
+        try:
+            parameters = inspect.signature(value).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        numeric |= {(name, p.name) for p in parameters
+                    if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)}
+    missing = sorted(numeric - set(KINDS) - set(NOT_CLASSED))
+    assert not missing, f"numeric parameters with no kind in KINDS: {missing}"
+    assert set(KINDS) <= numeric, f"stale entries in KINDS: {sorted(set(KINDS) - numeric)}"
