@@ -1,36 +1,32 @@
 """The explorer as it appears in the built book (private).
 
 At build time every combination of control values is computed with
-TensorFlow (through :func:`gradlib.curves`, exactly as the live explorer
-does) and written into the page as JSON, next to an inline SVG that already
-shows the default frame.  ``assets/static/gradbook-explorer.js``, served by
-the site itself, redraws the two curves when a control moves: no kernel, no
-server, no third-party library.
+TensorFlow (:meth:`gradlib.Explorer.frames`, each once, exactly as the live
+explorer computes them) and written into the page as JSON, next to an inline
+SVG that already shows the default frame.  ``assets/static/gradbook-explorer.js``,
+served by the site itself, redraws the curves when a control moves: no
+kernel, no server, no third-party library.  The page format both sides
+follow is :mod:`gradlib._explorer_format`.
 """
 
 from __future__ import annotations
 
 import html
-import itertools
 import json
 import math
 import re
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 import numpy as np
 
-WIDTH, HEIGHT = 720, 270
-PANELS = [  # left, top, width, height of each plot area inside the SVG
-    {"left": 58, "top": 34, "width": 282, "height": 190},
-    {"left": 418, "top": 34, "width": 282, "height": 190},
-]
+from . import _explorer_format as fmt
+from ._explorer_format import HEIGHT, PANELS, SIGNIFICANT, WIDTH
+
 TITLES = ("y = f(x)", "∂y/∂x")
 GREEK = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "lambda": "λ",
     "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "phi": "φ", "omega": "ω",
 }
-SIGNIFICANT = 6
-
 
 def plain_label(label: str) -> str:
     """A TeX-ish label such as ``r"$\\beta$"`` as plain Unicode text (``β``)."""
@@ -54,32 +50,13 @@ def _ticks(lo: float, hi: float, count: int = 5) -> List[float]:
     return [round(first + i * step, 10) for i in range(int((hi - first) / step) + 1)]
 
 
-def _points(xs: Sequence, ys: Sequence, panel: Dict, xlim, ylim) -> str:
-    """SVG polyline points; a None value ends the polyline there (drawn as gaps by JS)."""
-    (x0, x1), (y0, y1) = xlim, ylim
-    parts = []
-    for x, y in zip(xs, ys):
-        if y is None:
-            continue
-        px = panel["left"] + (x - x0) / (x1 - x0) * panel["width"]
-        py = panel["top"] + (1 - (y - y0) / (y1 - y0)) * panel["height"]
-        parts.append(f"{px:.1f},{py:.1f}")
-    return " ".join(parts)
-
-
 def _fmt_tick(v: float) -> str:
     return f"{v:g}"
 
 
 def frames(explorer) -> Dict[str, List[List]]:
-    """Every control combination: ``"i,j" -> [y, dydx]`` (option indices as the key)."""
-    names = list(explorer.controls)
-    out = {}
-    for indices in itertools.product(*(range(len(explorer.controls[n])) for n in names)):
-        values = {n: explorer.controls[n][i] for n, i in zip(names, indices)}
-        y, dydx = explorer._compute(values)
-        out[",".join(map(str, indices))] = [_round(y), _round(dydx)]
-    return out
+    """Every control combination: ``frame_key(indices) -> [y, dydx]``, rounded for the page."""
+    return {fmt.frame_key(indices): [_round(y), _round(dydx)] for indices, (y, dydx) in explorer.frames().items()}
 
 
 def render(explorer, element_id: str) -> str:
@@ -90,9 +67,9 @@ def render(explorer, element_id: str) -> str:
     xlim = (min(v for v in xs if v is not None), max(v for v in xs if v is not None))
     ylims = [tuple(float(f"{v:.{SIGNIFICANT}g}") for v in lim) for lim in explorer.limits()]
     default = [explorer.controls[n].index(explorer.values[n]) for n in names]
-    key = ",".join(map(str, default))
+    key = fmt.frame_key(default)
     data = {
-        "x": xs, "xlim": xlim, "ylim": ylims, "panels": PANELS,
+        "x": xs, "xlim": xlim, "ylim": ylims, "panels": PANELS, "curves": fmt.CURVES, "separator": fmt.SEPARATOR,
         "names": names, "options": [[str(o) for o in explorer.controls[n]] for n in names],
         "frames": all_frames,
     }
@@ -103,12 +80,12 @@ def render(explorer, element_id: str) -> str:
         options = explorer.controls[name]
         if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in options):
             widget = (f'<input type="range" min="0" max="{len(options) - 1}" step="1" value="{default[i]}" '
-                      f'data-index="{i}" aria-label="{label}">'
+                      f'{fmt.CONTROL}="{i}" aria-label="{label}">'
                       f'<output>{html.escape(str(options[default[i]]))}</output>')
         else:
             choices = "".join(f'<option value="{j}"{" selected" if j == default[i] else ""}>{html.escape(str(o))}</option>'
                               for j, o in enumerate(options))
-            widget = f'<select data-index="{i}" aria-label="{label}">{choices}</select>'
+            widget = f'<select {fmt.CONTROL}="{i}" aria-label="{label}">{choices}</select>'
         controls.append(f'<label class="gbx-control"><span class="gbx-label">{label}</span>{widget}</label>')
 
     svg = [f'<svg class="gbx-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
@@ -128,11 +105,11 @@ def render(explorer, element_id: str) -> str:
                     svg.append(f'<line class="gbx-grid{" gbx-zero" if t == 0 else ""}" x1="{left}" y1="{py:.1f}" x2="{left + w}" y2="{py:.1f}"/>')
                     svg.append(f'<text class="gbx-tick" x="{left - 6}" y="{py + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
         svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle">x</text>')
-        points = _points(xs, all_frames[key][p], panel, xlim, ylims[p])
-        svg.append(f'<polyline class="gbx-curve gbx-curve-{p}" points="{points}"/>')
+        points = fmt.points(xs, all_frames[key][p], panel, xlim, ylims[p])
+        svg.append(f'<polyline class="gbx-curve {fmt.CURVES[p]}" points="{points}"/>')
     svg.append("</svg>")
 
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return (f'<div class="gradbook-explorer" id="{element_id}" data-frame="{key}">'
+    return (f'<div class="{fmt.ROOT}" id="{element_id}" {fmt.FRAME}="{key}">'
             f'<div class="gbx-controls">{"".join(controls)}</div>{"".join(svg)}'
-            f'<script type="application/json" class="gbx-data">{payload}</script></div>')
+            f'<script type="application/json" class="{fmt.DATA}">{payload}</script></div>')

@@ -16,11 +16,14 @@ r"""One explorer API: forward and backward curves that follow a control.
 from __future__ import annotations
 
 import itertools
+import math
 import os
+from numbers import Real as numbers_Real
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._explorer_format import SIGNIFICANT
 from ._validate import callable_arg
 from .autodiff import curves
 
@@ -35,6 +38,20 @@ DPI = 80
 def building_book() -> bool:
     """True while the book is being built (``GRADBOOK_BUILD=1``, set by the site's extension)."""
     return os.environ.get("GRADBOOK_BUILD") == "1"
+
+
+def _grid(x) -> np.ndarray:
+    """``x`` as the explorer's horizontal axis: 1-D, finite, at least two different points."""
+    points = np.asarray(x)
+    if points.dtype.kind not in "iuf":
+        raise TypeError(f"`x` must hold real numbers; got an array of dtype {points.dtype}")
+    if points.ndim != 1 or not np.all(np.isfinite(points)):
+        raise ValueError(f"`x` must be a 1-D sequence of finite numbers; got shape {list(points.shape)}")
+    # Two points that the page's JSON (SIGNIFICANT digits) would write as one are one point.
+    ends = {float(f"{v:.{SIGNIFICANT}g}") for v in (points.min(), points.max())} if points.size else set()
+    if len(ends) < 2:
+        raise ValueError(f"`x` must hold at least two different points, to span an axis; got {points.tolist()[:5]}")
+    return points
 
 
 def padded_limits(values) -> Tuple[float, float]:
@@ -59,7 +76,7 @@ def plot_curves(fn: Callable, x, *, axes=None, label: Optional[str] = None, **li
 
     y, dydx = curves(fn, x)
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(8, 3), constrained_layout=True)
+        _, axes = plt.subplots(1, 2, figsize=FIGSIZE, constrained_layout=True)
         _style_axes(axes)
     axes[0].plot(np.asarray(x), y, label=label, **line_kwargs)
     axes[1].plot(np.asarray(x), dydx, label=label, **line_kwargs)
@@ -99,6 +116,11 @@ class Explorer:
                 options = ()
             if not options:
                 raise ValueError(f"control {name!r} needs a non-empty sequence of options")
+            numbers = [o for o in options if isinstance(o, numbers_Real) and not isinstance(o, bool)]
+            if any(not math.isfinite(o) for o in numbers):
+                raise ValueError(f"control {name!r} has an option that is not a finite number: {options}")
+            if any(options.index(o) != i for i, o in enumerate(options)):
+                raise ValueError(f"control {name!r} repeats an option: {options}")
             self.controls[name] = options
         for name, mapping in (("defaults", defaults), ("labels", labels)):
             if mapping is not None and not isinstance(mapping, Mapping):
@@ -114,27 +136,38 @@ class Explorer:
         self.values = {name: defaults.get(name, options[0]) for name, options in self.controls.items()}
         self.labels = {name: (labels or {}).get(name, name) for name in self.controls}
         self.family = family
-        self.x = np.asarray(x)
+        self.x = _grid(x)
         self._figure = None
         self._lines = None
         self._title_artist = None
         self._background = None
         self._limits = None
-        self._y, self._dydx = self._compute(self.values)
+        self._frames: Dict[Tuple[int, ...], Tuple[np.ndarray, np.ndarray]] = {}
+        self._y, self._dydx = self._frames[self._indices(self.values)] = self._compute(self.values)
 
     # -- data -------------------------------------------------------------
     def _compute(self, values):
         return curves(self.family(**values), self.x)
 
+    def _indices(self, values) -> Tuple[int, ...]:
+        return tuple(self.controls[name].index(values[name]) for name in self.controls)
+
+    def frames(self) -> Dict[Tuple[int, ...], Tuple[np.ndarray, np.ndarray]]:
+        """``(y, dydx)`` for every combination of control values, keyed by the option indices.
+
+        Each combination is computed once (with TensorFlow, as :meth:`update`
+        does) and kept: the fixed limits and the built book's frames both come
+        from here.
+        """
+        names = list(self.controls)
+        for indices in itertools.product(*(range(len(self.controls[n])) for n in names)):
+            if indices not in self._frames:
+                self._frames[indices] = self._compute({n: self.controls[n][i] for n, i in zip(names, indices)})
+        return dict(self._frames)
+
     def data(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(x, y, dydx)`` for the current control values."""
         return self.x, self._y, self._dydx
-
-    def combinations(self):
-        """Every combination of control values, as dicts (for static frames)."""
-        names = list(self.controls)
-        for combo in itertools.product(*(self.controls[n] for n in names)):
-            yield dict(zip(names, combo))
 
     # -- drawing ----------------------------------------------------------
     def _title(self) -> str:
@@ -148,7 +181,7 @@ class Explorer:
         only has to repaint the curves (see :meth:`png`).
         """
         if self._limits is None:
-            frames = [self._compute(values) for values in self.combinations()]
+            frames = list(self.frames().values())
             self._limits = [padded_limits(np.concatenate([f[panel].ravel() for f in frames]))
                             for panel in (0, 1)]
         return self._limits
@@ -284,6 +317,8 @@ def explore(family: Callable[..., Callable], x, controls: Mapping[str, Sequence]
         TypeError: ``family`` is not callable, or ``defaults``/``labels`` is
             not a mapping.
         ValueError: ``controls`` is empty or not a mapping, a control has no
-            options, or a default is not one of its control's options.
+            options, repeats one or has a non-finite number among them, a
+            default is not one of its control's options, or ``x`` is not 1-D,
+            holds a non-finite value or fewer than two different points.
     """
     return Explorer(family, x, controls, defaults=defaults, labels=labels)

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 import gradlib
+from gradlib._explorer_format import page_data, points
 
 
 def smooth_relu(beta):
@@ -55,17 +56,9 @@ def test_static_display_while_building_the_book(monkeypatch):
     assert len(shown) == 1 and 'class="gradbook-explorer"' in shown[0].data  # HTML, never a widget
 
 
-def _static_data(markup):
-    import json
-    import re
-
-    payload = re.search(r'<script type="application/json" class="gbx-data">(.*?)</script>', markup, re.S)[1]
-    return json.loads(payload.replace("<\\/", "</"))
-
-
 def test_static_frames_are_the_numbers_the_live_explorer_computes():
     explorer = gradlib.explore(smooth_relu, GRID, {"beta": [0.5, 1, 4]}, defaults={"beta": 1})
-    data = _static_data(explorer.static_html())
+    data = page_data(explorer.static_html())
     assert data["names"] == ["beta"] and data["options"] == [["0.5", "1", "4"]]
     for index, beta in enumerate([0.5, 1, 4]):
         _, y, dydx = explorer.update(beta=beta).data()
@@ -75,15 +68,12 @@ def test_static_frames_are_the_numbers_the_live_explorer_computes():
 
 
 def test_static_svg_shows_the_default_frame_and_string_controls_are_selects():
-    from gradlib import _static_explorer
-
     family = lambda f: {"sin": tf.sin, "tanh": tf.tanh}[f]  # noqa: E731
     explorer = gradlib.explore(family, GRID, {"f": ["sin", "tanh"]}, defaults={"f": "tanh"})
     markup = explorer.static_html()
-    data = _static_data(markup)
+    data = page_data(markup)
     assert 'data-frame="1"' in markup and '<option value="1" selected>tanh</option>' in markup
-    expected = _static_explorer._points(data["x"], data["frames"]["1"][0], data["panels"][0], data["xlim"],
-                                        data["ylim"][0])
+    expected = points(data["x"], data["frames"]["1"][0], data["panels"][0], data["xlim"], data["ylim"][0])
     assert f'class="gbx-curve gbx-curve-0" points="{expected}"' in markup
 
 
@@ -93,7 +83,7 @@ def test_non_finite_values_become_gaps_and_labels_become_plain_text():
     explorer = gradlib.explore(lambda k: lambda x: tf.sqrt(x) * k, np.linspace(-1, 1, 5), {"k": [1, 2]},
                                labels={"k": r"$\lambda$"})
     markup = explorer.static_html()
-    assert _static_data(markup)["frames"]["0"][0][:2] == [None, None]  # sqrt of negatives: NaN -> gap
+    assert page_data(markup)["frames"]["0"][0][:2] == [None, None]  # sqrt of negatives: NaN -> gap
     assert ">λ<" in markup
     assert _static_explorer.plain_label(r"$\beta_{1}$") == "β_1"
 

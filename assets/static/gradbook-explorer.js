@@ -1,13 +1,21 @@
 /* gradbook explorers in the built book: switch precomputed frames.
  *
- * Each .gradbook-explorer holds its data (x, limits, panel geometry and one
- * frame [y, dy/dx] per combination of control values, keyed by the option
- * indices "i,j") in a JSON script tag; the SVG already shows the default
- * frame.  Moving a control redraws the two polylines from the matching frame.
+ * The page format is gradlib/_explorer_format.py (its docstring is the
+ * contract): each .gradbook-explorer holds its data (x, limits, panel
+ * geometry, curve classes and one frame [y, dy/dx] per combination of
+ * control values, keyed by the option indices joined by the separator) in a
+ * JSON script tag; the SVG already shows the default frame.  Moving a control
+ * redraws the curves from the matching frame.
+ *
+ * Loadable without a DOM: under node (module.exports) it exports its pure
+ * functions, which tests/test_explorer_format.py compares with Python's.
  */
 (function () {
   "use strict";
 
+  var ROOT = "gradbook-explorer", DATA = "gbx-data", CONTROL = "data-index", FRAME = "data-frame";
+
+  // The same projection and rounding as gradlib._explorer_format.points.
   function points(x, y, panel, xlim, ylim) {
     var out = [];
     for (var i = 0; i < x.length; i++) {
@@ -19,23 +27,34 @@
     return out.join(" ");
   }
 
+  function frameKey(indices, separator) {
+    return indices.join(separator);
+  }
+
+  // Every curve's points for the frame `key`: one string per panel (null: no such frame).
+  function framePoints(data, key) {
+    var frame = data.frames[key];
+    if (!frame) return null;
+    return data.panels.map(function (panel, p) {
+      return points(data.x, frame[p], panel, data.xlim, data.ylim[p]);
+    });
+  }
+
   function setup(root) {
-    var data = JSON.parse(root.querySelector("script.gbx-data").textContent);
-    var inputs = root.querySelectorAll("[data-index]");
-    var curves = [root.querySelector(".gbx-curve-0"), root.querySelector(".gbx-curve-1")];
+    var data = JSON.parse(root.querySelector("script." + DATA).textContent);
+    var inputs = root.querySelectorAll("[" + CONTROL + "]");
+    var curves = data.curves.map(function (name) { return root.querySelector("." + name); });
 
     function redraw() {
-      var key = Array.prototype.map.call(inputs, function (el) { return el.value; }).join(",");
-      var frame = data.frames[key];
-      if (!frame) return;
-      for (var p = 0; p < 2; p++) {
-        curves[p].setAttribute("points", points(data.x, frame[p], data.panels[p], data.xlim, data.ylim[p]));
-      }
+      var key = frameKey(Array.prototype.map.call(inputs, function (el) { return el.value; }), data.separator);
+      var drawn = framePoints(data, key);
+      if (!drawn) return;
+      drawn.forEach(function (text, p) { curves[p].setAttribute("points", text); });
       Array.prototype.forEach.call(inputs, function (el) {
         var output = el.parentNode.querySelector("output");
-        if (output) output.textContent = data.options[+el.getAttribute("data-index")][+el.value];
+        if (output) output.textContent = data.options[+el.getAttribute(CONTROL)][+el.value];
       });
-      root.setAttribute("data-frame", key);
+      root.setAttribute(FRAME, key);
     }
 
     Array.prototype.forEach.call(inputs, function (el) {
@@ -45,9 +64,14 @@
   }
 
   function init() {
-    Array.prototype.forEach.call(document.querySelectorAll(".gradbook-explorer"), setup);
+    Array.prototype.forEach.call(document.querySelectorAll("." + ROOT), setup);
   }
 
+  if (typeof module !== "undefined" && module.exports) {
+    module.exports = {ROOT: ROOT, DATA: DATA, CONTROL: CONTROL, FRAME: FRAME,
+                      points: points, frameKey: frameKey, framePoints: framePoints};
+  }
+  if (typeof document === "undefined") return;
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
