@@ -25,11 +25,23 @@ __all__ = [
 
 def _with_derivative(x: tf.Tensor, forward: Callable[[tf.Tensor], tf.Tensor],
                      derivative: Callable[[tf.Tensor], tf.Tensor]) -> tf.Tensor:
-    """``forward(x)`` going forward; ``dy * derivative(x)`` going backward."""
+    """``forward(x)`` going forward; ``dy * derivative(x)`` going backward.
+
+    Where the derivative is 0 the gradient is 0 whatever ``dy`` is: a blocked
+    position passes nothing, not ``inf * 0 = NaN`` (larq masks with
+    ``tf.where`` for the same reason).  For a finite ``dy`` the product is
+    returned as is, so its values (and the sign of its zeros) do not change.
+    """
+
+    def backward(inp, dy):
+        d = tf.cast(derivative(inp), dy.dtype)
+        product = dy * d
+        blocked = tf.logical_and(tf.equal(d, 0), tf.logical_not(tf.math.is_finite(dy)))
+        return tf.where(blocked, tf.zeros_like(product), product)
 
     @tf.custom_gradient
     def op(inp):
-        return forward(inp), lambda dy: dy * tf.cast(derivative(inp), dy.dtype)
+        return forward(inp), lambda dy: backward(inp, dy)
 
     return op(x)
 

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from gradlib import experiments
+from gradutil import upstream_like, value_and_grad
 
 EPOCHS = 8  # 80 Adam steps: enough to separate learning from not learning, fast enough for a test
 
@@ -15,13 +15,8 @@ W = np.array([[-1.5, -1.0, -0.3, 0.0], [0.2, 0.7, 1.0, 2.0]], np.float32)
 
 
 def value_and_gradient(fn, x=W, upstream=None):
-    xt = tf.constant(x)
-    upstream = np.linspace(0.5, 2.0, x.size).reshape(x.shape).astype(np.float32) if upstream is None else upstream
-    with tf.GradientTape() as tape:
-        tape.watch(xt)
-        y = fn(xt)
-    grad = tape.gradient(y, xt, output_gradients=tf.constant(upstream))
-    return y.numpy(), None if grad is None else grad.numpy(), upstream
+    upstream = upstream_like(x) if upstream is None else upstream
+    return (*value_and_grad(fn, x, upstream), upstream)
 
 
 def test_binary_weights_are_plus_minus_one_with_a_clipped_gradient():

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gradlib
+from gradutil import value_and_grad
 from gradlib import GradientError
 
 
@@ -56,16 +57,6 @@ def point_arrays(draw, specials=(), low: float = -3.0, high: float = 3.0):
     x = draw(hnp.arrays(dtype, shape, elements=points(dtype, specials, low, high)))
     dy = draw(hnp.arrays(dtype, shape, elements=floats(dtype, -2.0, 2.0)))
     return x, dy
-
-
-def value_and_grad(op, x, dy):
-    """``op(x)`` and the gradient of ``sum(dy * op(x))`` with respect to ``x``, as NumPy arrays."""
-    xt = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(xt)
-        y = op(xt)
-    grad = tape.gradient(y, xt, output_gradients=tf.constant(dy))
-    return y.numpy(), grad.numpy()
 
 
 def tolerance(dtype):

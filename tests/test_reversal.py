@@ -5,17 +5,14 @@ import pytest
 import tensorflow as tf
 
 import gradlib
+from gradutil import value_and_grad
 
 X = np.array([-1.5, 0.0, 0.5, 2.0], np.float32)
 DY = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
 
 
 def grad_of(op, x=X, dy=DY):
-    xt = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(xt)
-        y = op(xt)
-    return y.numpy(), tape.gradient(y, xt, output_gradients=tf.constant(dy)).numpy()
+    return value_and_grad(op, x, dy)
 
 
 @pytest.mark.parametrize("lam", [1.0, 0.25, 3, tf.constant(0.5), tf.Variable(2.0)], ids=str)

@@ -8,26 +8,20 @@ import pytest
 import tensorflow as tf
 
 import gradlib
+import gradutil
+from gradutil import upstream_like
 
 CLIP = 0.75
 X = np.array([-2.0, -1.0, -CLIP, -0.5, -0.25, 0.0, 0.25, 0.5, CLIP, 1.0, 1.3, 2.0], np.float32)
-UPSTREAM = np.linspace(0.5, 2.0, X.size).astype(np.float32)  # non-uniform dy catches a dropped dy
+UPSTREAM = upstream_like(X)  # non-uniform dy catches a dropped dy
 
 
 def value_and_grad(op, x=X, upstream=UPSTREAM):
-    xt = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(xt)
-        y = op(xt)
-    return y.numpy(), tape.gradient(y, xt, output_gradients=tf.constant(upstream)).numpy()
+    return gradutil.value_and_grad(op, x, upstream)
 
 
 def np_sign(x):
     return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
-
-
-def sigmoid(v):
-    return 1 / (1 + np.exp(-v))
 
 
 REFERENCES = {
@@ -103,7 +97,7 @@ def test_swish_sign_derivative_is_the_derivative_of_its_smooth_function():
     np.testing.assert_allclose(np.diag(numerical[0]), expected, atol=1e-4)  # FD step 1e-3
     # and the smooth function is sigmoid-shaped: -1 .. +1
     assert np.allclose(smooth(tf.constant([-50.0, 50.0])).numpy(), [-1, 1])
-    assert sigmoid(0) == 0.5
+    assert smooth(tf.constant(0.0)).numpy() == 0.0  # odd: sign's jump is at 0
 
 
 KERNEL = np.array([[0.3, -1.2, 0.0], [0.8, -0.1, -2.5], [0.0, 0.5, 1.1], [-0.4, 0.9, 0.2]], np.float32)  # (inputs, filters)
@@ -200,3 +194,44 @@ def test_swish_sign_gradient_is_zero_not_nan_for_huge_inputs():
     b = 5.0 * np.array([17.0, -15.9], np.float64)  # just past and just before the cut at |beta x| = 80
     reference = 5.0 * (2 - b * np.tanh(b / 2)) / (1 + np.cosh(b))
     np.testing.assert_allclose(g[4:], reference, atol=1e-33)
+
+
+# -- a blocked position passes nothing, whatever the upstream gradient (P9) --------------------
+
+# Each op with the points where its surrogate derivative is 0, and where it is not (kinks included).
+BLOCKING = {
+    "ste_sign_clip": (lambda x: gradlib.ste_sign(x, clip=CLIP), lambda x: np.abs(x) <= CLIP),
+    "dorefa_2bit": (lambda x: gradlib.dorefa_quantize(x, 2), lambda x: (x >= 0) & (x <= 1)),
+    "clipped": (lambda x: gradlib.sign_with_surrogate(x, "clipped", clip=CLIP), lambda x: np.abs(x) <= CLIP),
+    "approx_sign": (lambda x: gradlib.sign_with_surrogate(x, "approx_sign"), lambda x: np.abs(x) < 1),
+    "swish_sign": (lambda x: gradlib.sign_with_surrogate(x, "swish_sign", beta=50.0), lambda x: np.abs(50 * x) <= 80),
+}
+KINKS = np.array([-3.0, -2.0, -1.0, -CLIP, -0.5, 0.0, 0.5, CLIP, 1.0, 1.3, 2.0, 3.0], np.float32)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan], ids=["inf", "-inf", "nan"])
+@pytest.mark.parametrize("name", BLOCKING)
+def test_a_blocked_position_gives_zero_for_a_non_finite_upstream(name, bad):
+    op, passes = BLOCKING[name]
+    upstream = np.full(KINKS.shape, bad, np.float32)
+    _, g = value_and_grad(op, KINKS, upstream)
+    blocked = ~passes(KINKS)
+    assert blocked.any() and (~blocked).any()
+    np.testing.assert_array_equal(g[blocked], 0.0)  # not inf * 0 = NaN
+    if name != "swish_sign":  # swish passes a finite non-unit factor (bad * d); the others pass dy itself
+        np.testing.assert_array_equal(g[~blocked], upstream[~blocked])
+
+
+@pytest.mark.parametrize("name", BLOCKING)
+def test_finite_upstream_gradients_are_bit_identical_to_the_product(name):
+    op, _ = BLOCKING[name]
+    upstream = np.linspace(-2.0, 2.0, KINKS.size).astype(np.float32)  # negative dy: blocked gives -0.0
+    _, g = value_and_grad(op, KINKS, upstream)
+    x = tf.constant(KINKS)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        ones = op(x)
+    derivative = tape.gradient(ones, x).numpy()  # dy = 1: the surrogate derivative itself
+    product = upstream * derivative
+    np.testing.assert_array_equal(g, product)
+    np.testing.assert_array_equal(np.signbit(g), np.signbit(product))

@@ -5,17 +5,10 @@ import pytest
 import tensorflow as tf
 
 import gradlib
+from gradutil import value_and_grad
 
 # Kink points (0, ±1 for a unit clip, the rounding ties ±0.5) plus ordinary values.
 POINTS = np.array([-2.5, -1.0, -0.7, -0.5, 0.0, 0.3, 0.5, 1.0, 1.7], dtype=np.float32)
-
-
-def value_and_grad(op, x):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = op(x)
-    return y.numpy(), tape.gradient(y, x).numpy()
 
 
 def test_identity_backward_is_the_straight_through_estimator():
