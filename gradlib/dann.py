@@ -89,7 +89,21 @@ def _progress(p) -> np.ndarray:
     return progress
 
 
-def lambda_schedule(p, gamma: float = 10.0):
+# The paper's schedule constants (§5.2.2), used by the public schedules and by training alike.
+GAMMA, ALPHA, BETA = 10.0, 10.0, 0.75
+
+
+def _lambda_formula(p, gamma, exp):
+    r""":math:`2/(1 + e^{-\gamma p}) - 1` for NumPy (``exp=np.exp``) and TensorFlow (``tf.exp``): one formula."""
+    return 2.0 / (1.0 + exp(-gamma * p)) - 1.0
+
+
+def _learning_rate_formula(p, mu0, alpha, beta):
+    r""":math:`\mu_0 / (1 + \alpha p)^\beta` for NumPy arrays and TensorFlow tensors alike."""
+    return mu0 / (1.0 + alpha * p) ** beta
+
+
+def lambda_schedule(p, gamma: float = GAMMA):
     r""":math:`\lambda_p = \frac{2}{1 + \exp(-\gamma p)} - 1`, rising from 0 to 1 as training progress :math:`p` goes 0 → 1 (Ganin et al. 2016, §5.2.2).
 
     ``p`` is a number or an array of numbers in :math:`[0, 1]`; the result is
@@ -100,10 +114,10 @@ def lambda_schedule(p, gamma: float = 10.0):
             or ``gamma`` not a positive number.
     """
     gamma = real_number(gamma, "gamma", positive=True)
-    return 2.0 / (1.0 + np.exp(-gamma * _progress(p))) - 1.0
+    return _lambda_formula(_progress(p), gamma, np.exp)
 
 
-def learning_rate_schedule(p, mu0: float = 0.01, alpha: float = 10.0, beta: float = 0.75):
+def learning_rate_schedule(p, mu0: float = 0.01, alpha: float = ALPHA, beta: float = BETA):
     r""":math:`\mu_p = \mu_0 / (1 + \alpha p)^\beta` (Ganin et al. 2016, §5.2.2).
 
     ``p`` is a number or an array of numbers in :math:`[0, 1]`; the result is
@@ -115,7 +129,7 @@ def learning_rate_schedule(p, mu0: float = 0.01, alpha: float = 10.0, beta: floa
     """
     mu0 = real_number(mu0, "mu0", positive=True)
     alpha, beta = real_number(alpha, "alpha", minimum=0), real_number(beta, "beta", minimum=0)
-    return mu0 / (1.0 + alpha * _progress(p)) ** beta
+    return _learning_rate_formula(_progress(p), mu0, alpha, beta)
 
 
 # -- the invariance probe -----------------------------------------------------------
@@ -306,7 +320,8 @@ def moons_experiments(method: str, seeds: Sequence[int], **options) -> List[Dict
         ``adversary_active_units`` (ReLU units of the adversary active on at
         least one training point; ``None`` without a hidden layer or for
         source-only), ``history`` (every 100 steps: ``step``, ``label_loss``,
-        ``domain_loss``, ``lam``), the data (``source``, ``target``:
+        ``domain_loss``, and the ``lam`` and ``learning_rate`` that step
+        trained with, read from the training loop's variables), the data (``source``, ``target``:
         ``(X, y)`` pairs of the training sample), the settings, and with
         ``grid > 0`` a ``grid`` entry ``(xx, yy, probabilities)``.
 
@@ -379,10 +394,12 @@ def moons_experiments(method: str, seeds: Sequence[int], **options) -> List[Dict
     def train():
         label_losses = tf.TensorArray(tf.float32, size=steps)
         domain_losses = tf.TensorArray(tf.float32, size=steps)
+        lams, rates = tf.TensorArray(tf.float32, size=steps), tf.TensorArray(tf.float32, size=steps)
         for i in tf.range(steps):
             p = tf.cast(i, tf.float32) / steps
-            lam.assign(final_lam * (2.0 / (1.0 + tf.exp(-10.0 * p)) - 1.0))   # lambda_schedule
-            lr.assign(mu0 / (1.0 + 10.0 * p) ** 0.75)                         # learning_rate_schedule
+            lam.assign(final_lam * _lambda_formula(p, GAMMA, tf.exp))        # lambda_schedule, in float32
+            lr.assign(_learning_rate_formula(p, mu0, ALPHA, BETA))          # learning_rate_schedule
+            lams, rates = lams.write(i, lam.read_value()), rates.write(i, lr.read_value())  # what this step uses
             with tf.GradientTape() as tape:
                 fs = features(xs_in)
                 label_loss = tf.reduce_mean(bce(ys_f, label_logits(fs)), axis=[1, 2])  # one per seed
@@ -401,16 +418,15 @@ def moons_experiments(method: str, seeds: Sequence[int], **options) -> List[Dict
                     var.assign_sub(lr * grad)
             label_losses = label_losses.write(i, label_loss)
             domain_losses = domain_losses.write(i, domain_loss)
-        return label_losses.stack(), domain_losses.stack()
+        return label_losses.stack(), domain_losses.stack(), lams.stack(), rates.stack()
 
     # Each call traces a new training loop; after a few calls TensorFlow would
     # log a retracing warning (to stderr), so tracing happens out of its sight.
     with captured_tf_warnings():
-        label_curve, domain_curve = (t.numpy() for t in train())
+        label_curve, domain_curve, lam_curve, rate_curve = (t.numpy() for t in train())
 
     trained = [v.numpy() for v in variables]
 
-    lam_curve = final_lam * lambda_schedule(np.arange(steps) / steps)
     recorded = sorted(set(range(0, steps, 100)) | {steps - 1})
     results = []
     for k, (seed, d) in enumerate(zip(seeds, data)):
@@ -448,7 +464,7 @@ def moons_experiments(method: str, seeds: Sequence[int], **options) -> List[Dict
             "adversary_active_units": None,
             "history": [{"step": i, "label_loss": float(label_curve[i, k]),
                          "domain_loss": float(domain_curve[i, k]) if adversarial else None,
-                         "lam": float(lam_curve[i])} for i in recorded],
+                         "lam": float(lam_curve[i]), "learning_rate": float(rate_curve[i])} for i in recorded],
             "source": (d["xs"], d["ys"]),
             "target": (d["xt"], d["yt"]),
             "settings": settings,
