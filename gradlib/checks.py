@@ -239,7 +239,8 @@ def _parameter_names(f: Callable, count: int) -> Sequence[str]:
     return names + [f"input {i}" for i in range(len(names), count)]
 
 
-def _validate(result: Any, inputs: Sequence, names: Sequence[str], variables: Sequence) -> None:
+def _check_grad_fn_return(result: Any, inputs: Sequence, names: Sequence[str], variables: Sequence) -> None:
+    """Raise a GradientError unless ``result`` (what grad_fn returned) holds one valid gradient per input and variable."""
     variable_names = ", ".join(f"`{v.name}`" for v in variables)
     if variables:
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
@@ -367,12 +368,12 @@ class _StrictCustomGradient:
             if takes_variables:
                 def checked(*dys, variables=None):
                     result = grad_fn(*dys, variables=variables)
-                    _validate(result, tensors, names, list(variables or []))
+                    _check_grad_fn_return(result, tensors, names, list(variables or []))
                     return result
             else:
                 def checked(*dys):
                     result = grad_fn(*dys)
-                    _validate(result, tensors, names, [])
+                    _check_grad_fn_return(result, tensors, names, [])
                     return result
             return y, checked
 

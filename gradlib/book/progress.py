@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from typing import Iterable, Iterator, Optional, TypeVar
@@ -10,6 +11,10 @@ from .._validate import integer
 from ..explorer import building_book
 
 __all__ = ["progress"]
+
+# The one figure of a built page that changes from run to run: the bar ends with
+# "[12.3 s]".  Tools that compare outputs (tools/reliability.py) mask TIMING.
+TIMING = re.compile(r"\[\d+(?:\.\d+)? s\]")
 
 T = TypeVar("T")
 
