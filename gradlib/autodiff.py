@@ -47,16 +47,20 @@ def value_and_grad(fn: Callable[[tf.Tensor], tf.Tensor], x, upstream=None, *,
     if dtype is None:
         xt = tf.convert_to_tensor(float_tensor(x, "x"))
     else:
-        dtype = _floating_dtype(dtype)
-        try:
-            xt = tf.convert_to_tensor(x)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"`x` must hold real numbers; got {type(x).__name__}: {err}") from None
-        if not (xt.dtype.is_floating or xt.dtype.is_integer):
-            raise TypeError(f"`x` must hold real numbers; got dtype {xt.dtype.name}")
-        xt = tf.cast(xt, dtype)
+        xt = _real_tensor(x, "x", _floating_dtype(dtype))
     y, grad = _vjp(fn, xt, upstream)
     return y.numpy(), None if grad is None else tf.convert_to_tensor(grad).numpy()
+
+
+def _real_tensor(value, name: str, dtype: tf.DType) -> tf.Tensor:
+    """``value`` (real numbers: floats or integers) as a tensor of ``dtype``, or a TypeError naming ``name``."""
+    try:
+        tensor = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must hold real numbers; got {type(value).__name__}: {err}") from None
+    if not (tensor.dtype.is_floating or tensor.dtype.is_integer):
+        raise TypeError(f"`{name}` must hold real numbers; got dtype {tensor.dtype.name}")
+    return tf.cast(tensor, dtype)
 
 
 def _floating_dtype(dtype) -> tf.DType:
@@ -78,13 +82,7 @@ def _vjp(fn: Callable, xt: tf.Tensor, upstream=None):
         raise TypeError("`fn` returned None; it must return a tensor")
     y = tf.convert_to_tensor(y)
     if upstream is not None:
-        try:
-            given = tf.convert_to_tensor(upstream)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"`upstream` must be an array of real numbers; got {type(upstream).__name__}: {err}") from None
-        if not (given.dtype.is_floating or given.dtype.is_integer):
-            raise TypeError(f"`upstream` must be an array of real numbers; got dtype {given.dtype.name}")
-        upstream = tf.cast(given, y.dtype)
+        upstream = _real_tensor(upstream, "upstream", y.dtype)
         if upstream.shape != y.shape:
             raise ValueError(f"`upstream` has shape {upstream.shape.as_list()} but fn(x) has shape "
                              f"{y.shape.as_list()}; they must match")

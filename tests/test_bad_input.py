@@ -208,7 +208,7 @@ CASES = {
     "value_and_grad: upstream of another shape": (gradlib.value_and_grad, (tf.sin, X, [1.0, 2.0]), {}, ValueError,
                                                   r"`upstream` has shape \[2\] but fn\(x\) has shape \[4\]"),
     "value_and_grad: upstream holds strings": (gradlib.value_and_grad, (tf.sin, X, ["a"] * 4), {}, TypeError,
-                                               r"`upstream` must be an array of real numbers"),
+                                               r"`upstream` must hold real numbers"),
     "value_and_grad: fn returns None": (gradlib.value_and_grad, (lambda x: None, X), {}, TypeError,
                                         r"`fn` returned None"),
     "plot_curves: fn is a string": (gradlib.plot_curves, ("sin", X), {}, TypeError, r"`fn` must be callable"),
