@@ -143,3 +143,18 @@ def test_blitted_redraw_equals_a_full_render():
     fresh = pixels(gradlib.explore(smooth_relu, GRID, {"beta": [1, 4]}, defaults={"beta": 4}).png())
     assert not np.array_equal(first, after)
     np.testing.assert_array_equal(after, fresh)
+
+
+def test_glue_displays_for_myst_nb_only_while_building(monkeypatch):
+    from gradlib.book.tables import GLUE_PREFIX
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kwargs: shown.append((obj, kwargs)))
+    monkeypatch.delenv("GRADBOOK_BUILD", raising=False)
+    value = gradlib.glue("gain", np.float32(0.25))
+    assert value == 0.25 and type(value) is float and shown == []  # live: nothing shown
+    monkeypatch.setenv("GRADBOOK_BUILD", "1")
+    assert gradlib.glue("count", np.int64(7)) == 7
+    (obj, kwargs), = shown
+    assert obj == {GLUE_PREFIX + "text/plain": "7"} and kwargs["raw"] is True
+    assert kwargs["metadata"] == {"scrapbook": {"name": "count", "mime_prefix": GLUE_PREFIX}}
