@@ -160,10 +160,11 @@ class Explorer:
         from here.
         """
         names = list(self.controls)
-        for indices in itertools.product(*(range(len(self.controls[n])) for n in names)):
+        every = list(itertools.product(*(range(len(self.controls[n])) for n in names)))
+        for indices in every:
             if indices not in self._frames:
                 self._frames[indices] = self._compute({n: self.controls[n][i] for n, i in zip(names, indices)})
-        return dict(self._frames)
+        return {indices: self._frames[indices] for indices in every}  # in the order of the options
 
     def data(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(x, y, dydx)`` for the current control values."""

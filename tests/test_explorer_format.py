@@ -154,3 +154,9 @@ def test_a_degenerate_axis_is_refused_up_front(x):
 def test_bad_control_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         gradlib.explore(lambda beta: tf.sin, np.linspace(0, 1, 5), {"beta": options})
+
+
+def test_frames_are_keyed_in_the_order_of_the_options():
+    explorer = two_control_explorer()
+    assert list(explorer.frames()) == [(i, j) for i in range(3) for j in range(3)]
+    assert list(fmt.page_data(explorer.static_html())["frames"]) == [f"{i},{j}" for i in range(3) for j in range(3)]
