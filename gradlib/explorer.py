@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from numbers import Real as numbers_Real
+from numbers import Real
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -116,8 +116,8 @@ class Explorer:
                 options = ()
             if not options:
                 raise ValueError(f"control {name!r} needs a non-empty sequence of options")
-            numbers = [o for o in options if isinstance(o, numbers_Real) and not isinstance(o, bool)]
-            if any(not math.isfinite(o) for o in numbers):
+            numeric = [o for o in options if isinstance(o, Real) and not isinstance(o, bool)]
+            if any(not math.isfinite(o) for o in numeric):
                 raise ValueError(f"control {name!r} has an option that is not a finite number: {options}")
             if any(options.index(o) != i for i, o in enumerate(options)):
                 raise ValueError(f"control {name!r} repeats an option: {options}")
