@@ -8,7 +8,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from tools import reliability
+from tools import book, reliability
 
 from conftest import MINI_HEADER
 
@@ -29,7 +29,7 @@ def problems_of(md: Path):
 
 
 @pytest.mark.site
-@pytest.mark.parametrize("md", [p.relative_to(ROOT).as_posix() for p in reliability.chapter_sources(ROOT)])
+@pytest.mark.parametrize("md", [p.relative_to(ROOT).as_posix() for p in book.pages(root=ROOT)])
 def test_chapter_is_rerunnable_and_deterministic(md):
     assert reliability.check_chapter(ROOT / md) == []
 
@@ -51,8 +51,21 @@ def test_a_non_deterministic_cell_is_caught(tmp_path):
 
 
 def test_marked_timing_figures_may_differ(tmp_path):
-    md = chapter(tmp_path, "import random\nprint(f'epochs |████| 3/3 [{random.uniform(1, 9):.1f} s]')")
+    # gradlib.progress's own bar (the build's kernel sets GRADBOOK_BUILD), over steps of random length
+    md = chapter(tmp_path, "import random, time\nfrom gradlib.book.progress import progress\n"
+                           "for _ in progress(range(3), desc='epochs'):\n    time.sleep(random.uniform(0, 0.2))")
     assert problems_of(md) == []
+
+
+def test_the_timing_mark_is_what_progress_prints(monkeypatch, capsys):
+    from gradlib.book.progress import progress
+
+    monkeypatch.setenv("GRADBOOK_BUILD", "1")
+    assert list(progress(range(4), desc="epochs")) == [0, 1, 2, 3]
+    printed = capsys.readouterr().out
+    assert printed.startswith("epochs: |") and "4/4" in printed
+    assert len(reliability.TIMING.findall(printed)) == 1
+    assert reliability.TIMING.sub("[timing]", printed).rstrip().endswith("4/4 [timing]")
 
 
 def test_a_cell_that_fails_on_rerun_is_caught(tmp_path):

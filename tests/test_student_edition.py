@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from gradlib import exercises
-from tools.notebooks import ROOT
+from tools.book import ROOT
 from tools.student_edition import (CHECK_TAG, HEADER_ID, chapter_sources, main, source_notebook,
                                    strip_solutions, student_notebook)
 

@@ -1,0 +1,348 @@
+"""The model of the book that every tool uses: its pages, their cells, their kernels.
+
+* **Pages** come from ``_toc.yml``, the one list: :func:`docnames` (every
+  entry, in order), :func:`languages` (``chapters/<lang>/`` folders the toc
+  names), :func:`pages` (every page of a language) and :func:`chapters` (its
+  numbered chapters ``NN_*``).
+* **Cells** are read with real parsers: jupytext (``md:myst``) gives the code
+  cells with their options (:func:`read_notebook`); markdown-it-py with the
+  MyST plugins myst-parser itself configures gives the directives and their
+  options (:func:`directives`).
+* **Colab**: the ``.md`` files are the only source and carry no install cell.
+  :func:`notebook` (the ``.ipynb`` twin and the student edition start there)
+  adds it before the first code cell, from ``_config.yml``'s ``repository``
+  (:func:`install_cell`).
+* **Kernels** run through ``gradlib/book/kernel.py`` only; :func:`kernel`
+  loads it by path (standard library only), so a tool that needs no
+  TensorFlow does not import it.
+
+Tools run as ``python -m tools.NAME`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_FILE = re.compile(r"^\d\d_[\w-]+$")  # a numbered chapter's file stem: 01_gradients
+INSTALL_TAG = "remove-cell"
+INSTALL_COMMENT = {
+    "en": "# On Colab, install gradlib (this book's library) first; elsewhere do nothing.",
+    "zh": "# 在 Colab 上先安装 gradlib（本书的配套库）；在其他环境中什么也不做。",
+}
+INSTALL_CELL = '''{comment}
+import os, subprocess, sys
+if "google.colab" in sys.modules or "GRADBOOK_INSTALL_SOURCE" in os.environ:
+    source = os.environ.get("GRADBOOK_INSTALL_SOURCE", "{source}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)'''
+INSTALL_ID = "gradbook-install"
+LITERAL_DIRECTIVES = {"code-cell", "code-block", "code", "math", "raw", "eval-rst"}  # bodies not Markdown  # the cell id of the injected install cell
+
+
+# -- pages (from _toc.yml) -------------------------------------------------------
+
+def _yaml(path: Path) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the book model reads it")
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def docnames(root: Path = ROOT) -> List[str]:
+    """``root`` and every ``file`` entry of ``_toc.yml``, in order, without suffix."""
+    found: List[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if key in node:
+                    found.append(str(node[key]).removesuffix(".md").removesuffix(".ipynb"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(_yaml(Path(root) / "_toc.yml"))
+    return found
+
+
+def _by_language(root: Path) -> Dict[str, List[str]]:
+    by_lang: Dict[str, List[str]] = {}
+    for doc in docnames(root):
+        parts = doc.split("/")
+        if len(parts) == 3 and parts[0] == "chapters":
+            by_lang.setdefault(parts[1], []).append(parts[2])
+    return by_lang
+
+
+def languages(root: Path = ROOT) -> Tuple[str, ...]:
+    """The book's languages, in toc order: ``("en", "zh")``."""
+    return tuple(_by_language(root))
+
+
+def _lang(lang: str, root: Path) -> List[str]:
+    by_lang = _by_language(root)
+    if lang not in by_lang:
+        raise ValueError(f"no language {lang!r} in {Path(root) / '_toc.yml'} (it has {', '.join(by_lang)})")
+    return by_lang[lang]
+
+
+def pages(lang: Optional[str] = None, root: Path = ROOT) -> List[Path]:
+    """Every page ``chapters/<lang>/<name>.md`` of ``lang`` (default: of every
+    language, in toc order)."""
+    root = Path(root)
+    langs = languages(root) if lang is None else (lang,)
+    return [root / "chapters" / one / f"{name}.md" for one in langs for name in _lang(one, root)]
+
+
+def chapters(lang: Optional[str] = None, root: Path = ROOT) -> List[Path]:
+    """The numbered chapters ``chapters/<lang>/NN_*.md`` among :func:`pages`."""
+    return [path for path in pages(lang, root) if CHAPTER_FILE.match(path.stem)]
+
+
+def language_of(md: Path) -> str:
+    """``chapters/zh/01_x.md`` -> ``"zh"``."""
+    return Path(md).parent.name
+
+
+def site_path(md: Path, root: Path = ROOT) -> str:
+    """A page's address in the built site: ``chapters/en/01_gradients.html``."""
+    return Path(md).resolve().relative_to(Path(root).resolve()).with_suffix(".html").as_posix()
+
+
+# -- Colab (from _config.yml) ----------------------------------------------------
+
+def repository(root: Path = ROOT) -> Tuple[str, str]:
+    """``(url, ref)`` from ``_config.yml``'s ``repository`` section."""
+    repo = _yaml(Path(root) / "_config.yml").get("repository") or {}
+    url, ref = str(repo.get("url", "")).rstrip("/"), str(repo.get("branch", ""))
+    if not url.startswith("https://github.com/") or not ref:
+        raise ValueError("_config.yml needs repository.url (a https://github.com/... URL) and repository.branch")
+    return url, ref
+
+
+def install_source(root: Path = ROOT) -> str:
+    """What the install cell pip-installs on Colab: ``gradlib @ git+<url>@<ref>``."""
+    url, ref = repository(root)
+    return f"gradlib @ git+{url}@{ref}"
+
+
+def install_cell(lang: str, root: Path = ROOT) -> str:
+    """The Colab install cell's code in ``lang``: installs gradlib on Colab (or
+    from ``GRADBOOK_INSTALL_SOURCE``), does nothing elsewhere, never installs
+    TensorFlow."""
+    if lang not in INSTALL_COMMENT:
+        raise ValueError(f"install_cell: no install comment for language {lang!r}")
+    return INSTALL_CELL.format(comment=INSTALL_COMMENT[lang], source=install_source(root))
+
+
+def colab_url(md: Path, root: Path = ROOT) -> str:
+    """The Colab address of a page's ``.ipynb`` twin."""
+    url, ref = repository(root)
+    relative = Path(md).resolve().relative_to(Path(root).resolve()).with_suffix(".ipynb").as_posix()
+    return f"https://colab.research.google.com/github/{url.removeprefix('https://github.com/')}/blob/{ref}/{relative}"
+
+
+# -- cells -----------------------------------------------------------------------
+
+def read_notebook(md: Path):
+    """A page's ``.md`` as jupytext reads it (``md:myst``): an nbformat v4
+    notebook whose cells carry their options (tags ...) as metadata."""
+    import jupytext
+
+    return jupytext.read(Path(md), fmt="md:myst")
+
+
+def reads_notebook(text: str):
+    """:func:`read_notebook` of MyST text."""
+    import jupytext
+
+    return jupytext.reads(text, fmt="md:myst")
+
+
+def code_sources(text: str) -> List[str]:
+    """The code of every code cell of MyST text, options dropped."""
+    return [cell.source for cell in reads_notebook(text).cells if cell.cell_type == "code"]
+
+
+def is_install_cell(cell) -> bool:
+    """True for a Colab install cell (what :func:`notebook` injects)."""
+    return (cell.get("cell_type") == "code" and cell.get("id") == INSTALL_ID) or (
+        cell.get("cell_type") == "code" and "GRADBOOK_INSTALL_SOURCE" in cell.get("source", "")
+        and INSTALL_TAG in cell.get("metadata", {}).get("tags", []))
+
+
+def notebook(md: Path, root: Path = ROOT):
+    """A page as a Colab notebook: :func:`read_notebook` with the install cell
+    (:func:`install_cell`, tagged ``remove-cell``) before the first code cell,
+    cell ids ``cell-<index>`` (the install cell's is ``gradbook-install``),
+    outputs and execution counts empty, jupytext's own metadata dropped."""
+    import nbformat
+
+    nb = read_notebook(md)
+    nb.metadata.pop("jupytext", None)
+    if any(is_install_cell(cell) for cell in nb.cells):
+        raise ValueError(f"{md}: the Colab install cell is generated; delete it from the .md")
+    install = nbformat.v4.new_code_cell(install_cell(language_of(md), root), metadata={"tags": [INSTALL_TAG]})
+    first = next((i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"), len(nb.cells))
+    nb.cells.insert(first, install)
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"
+        if cell.cell_type == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    nb.cells[first]["id"] = INSTALL_ID
+    return nb
+
+
+def render_ipynb(md: Path, root: Path = ROOT) -> str:
+    """The exact text of the ``.ipynb`` twin of ``md`` (see tools/notebooks.py)."""
+    import jupytext
+
+    return jupytext.writes(notebook(md, root), fmt="ipynb") + "\n"
+
+
+# -- directives (markdown-it-py with myst-parser's plugins) -------------------
+
+@dataclass
+class Directive:
+    """A MyST directive: ``name`` (``exercise``), its ``argument`` (the text
+    after ``{name}``), ``options`` (``{"label": "en-ch01-ex1"}``), ``body``
+    (the content after the options), ``begin``/``end`` (0-based line range
+    of the whole block in the text, ``end`` exclusive) and ``fence``."""
+
+    name: str
+    argument: str
+    options: Dict[str, str] = field(default_factory=dict)
+    body: str = ""
+    begin: int = 0
+    end: int = 0
+    fence: str = "```"
+
+
+@functools.lru_cache(maxsize=None)
+def _parser():
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    extensions = _yaml(ROOT / "_config.yml").get("parse", {}).get("myst_enable_extensions", [])
+    return create_md_parser(MdParserConfig(enable_extensions=set(extensions)), RendererHTML)
+
+
+def _options(content: str) -> Tuple[Dict[str, str], str]:
+    """Split a directive's content into options and body, as myst-parser does
+    (a leading block of ``:key: value`` lines, or a ``---`` YAML block)."""
+    from myst_parser.parsers.options import options_to_items
+
+    lines = content.splitlines()
+    if lines and lines[0].strip() == "---":
+        close = next((i for i in range(1, len(lines)) if re.match(r"^-{3,}\s*$", lines[i])), len(lines))
+        return {str(k): str(v) for k, v in (yaml.safe_load("\n".join(lines[1:close])) or {}).items()}, \
+            "\n".join(lines[close + 1:])
+    head = []
+    while lines and lines[0].lstrip().startswith(":"):
+        head.append(lines.pop(0).lstrip()[1:])
+    items, _ = options_to_items("\n".join(head))
+    return dict(items), "\n".join(lines).strip("\n")
+
+
+def directives(text: str, nested: bool = True) -> List[Directive]:
+    """Every directive of MyST Markdown ``text`` (backtick or colon fences), in
+    order; with ``nested``, directives inside another directive's body too
+    (their lines counted in ``text``)."""
+    found: List[Directive] = []
+    for token in _parser().parse(text):
+        if token.type not in ("fence", "colon_fence") or not token.map:
+            continue
+        match = re.match(r"^\{([\w:-]+)\}\s*(.*)$", token.info.strip())
+        if not match:
+            continue
+        options, body = _options(token.content)
+        begin, end = token.map
+        found.append(Directive(match[1], match[2].strip(), options, body, begin, end, token.markup))
+        if nested and body and match[1] not in LITERAL_DIRECTIVES:
+            inner_offset = begin + 1 + token.content[: token.content.find(body)].count("\n")
+            for inner in directives(body, nested=True):
+                inner.begin += inner_offset
+                inner.end += inner_offset
+                found.append(inner)
+    return found
+
+
+def _walk(tokens):
+    for token in tokens:
+        yield token
+        if token.children:
+            yield from _walk(token.children)
+
+
+def targets(text: str) -> List[str]:
+    """The labels of the ``(label)=`` targets of MyST text, in order."""
+    return [token.content.strip() for token in _parser().parse(text) if token.type == "myst_target"]
+
+
+def roles(text: str) -> List[Tuple[str, str]]:
+    """``(name, content)`` of every role of MyST text (``{ref}`x <label>```), in
+    order, outside code and directives."""
+    return [(token.meta["name"], token.content) for token in _walk(_parser().parse(text))
+            if token.type == "myst_role"]
+
+
+def solution_ranges(text: str) -> List[Tuple[int, int]]:
+    """The line ranges ``[begin, end)`` of ``text`` that are solutions: each
+    ``{solution}`` directive, and ``{solution-start}`` through its
+    ``{solution-end}``.  A ``{solution-start}`` without an end is an error."""
+    ranges: List[Tuple[int, int]] = []
+    start: Optional[Directive] = None
+    for directive in directives(text, nested=False):
+        if directive.name == "solution" and start is None:
+            ranges.append((directive.begin, directive.end))
+        elif directive.name == "solution-start":
+            if start is not None:
+                raise ValueError(f"line {directive.begin + 1}: {{solution-start}} inside another solution")
+            start = directive
+        elif directive.name == "solution-end":
+            if start is None:
+                raise ValueError(f"line {directive.begin + 1}: {{solution-end}} without {{solution-start}}")
+            ranges.append((start.begin, directive.end))
+            start = None
+    if start is not None:
+        raise ValueError(f"line {start.begin + 1}: a {{solution-start}} directive has no {{solution-end}}")
+    return ranges
+
+
+# -- kernels ---------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def kernel():
+    """``gradlib/book/kernel.py`` loaded by path (so TensorFlow is not imported):
+    ``kernel_env(mode)``, ``apply(mode)``, ``Kernel``, ``run_notebook``."""
+    import sys
+
+    name = "gradlib.book.kernel"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location("_gradbook_kernel", ROOT / "gradlib" / "book" / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cli(problems: List[str], *, fix: str = "") -> int:
+    """The tail every checking tool ends with: print each problem, then (when
+    there are any) ``fix`` on stderr; return the exit status (1: problems)."""
+    import sys
+
+    for problem in problems:
+        print(problem)
+    if problems and fix:
+        print(fix, file=sys.stderr)
+    return 1 if problems else 0
