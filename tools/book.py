@@ -160,6 +160,17 @@ def read_notebook(md: Path):
     return jupytext.read(Path(md), fmt="md:myst")
 
 
+def execution_mode(md: Path) -> str:
+    """How the build executes a page: its front matter's ``mystnb:
+    execution_mode`` (``force``: on every build, never from the cache), else
+    ``_config.yml``'s ``execute.execute_notebooks``."""
+    own = (read_notebook(md).metadata.get("mystnb") or {}).get("execution_mode")
+    if own:
+        return str(own)
+    root = Path(md).resolve().parents[2]
+    return str((_yaml(root / "_config.yml").get("execute") or {}).get("execute_notebooks", "auto"))
+
+
 def reads_notebook(text: str):
     """:func:`read_notebook` of MyST text."""
     import jupytext
