@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 import gradlib
-from tools.notebooks import ROOT, md_sources
+from tools import book
+from tools.book import ROOT
 from tools.prose_numbers import typed_numbers
 
 from conftest import MINI_HEADER
 
-PAGES = md_sources(ROOT)
+PAGES = book.pages(root=ROOT)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.name}")

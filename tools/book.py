@@ -117,6 +117,22 @@ def site_path(md: Path, root: Path = ROOT) -> str:
     return Path(md).resolve().relative_to(Path(root).resolve()).with_suffix(".html").as_posix()
 
 
+def site_pages(lang: Optional[str] = None, root: Path = ROOT) -> List[str]:
+    """:func:`site_path` of every page of :func:`pages` (toc order)."""
+    return [site_path(md, root) for md in pages(lang, root)]
+
+
+def twin_page(path: str, root: Path = ROOT) -> str:
+    """The other language's page of a page: ``chapters/en/01_x.html`` ->
+    ``chapters/zh/01_x.html`` (the book has two languages)."""
+    parts = path.split("/")
+    langs = languages(root)
+    if len(parts) != 3 or parts[0] != "chapters" or parts[1] not in langs or len(langs) != 2:
+        raise ValueError(f"{path} is not a page of one of two languages {langs}")
+    parts[1] = langs[1 - langs.index(parts[1])]
+    return "/".join(parts)
+
+
 # -- Colab (from _config.yml) ----------------------------------------------------
 
 def repository(root: Path = ROOT) -> Tuple[str, str]:
@@ -265,27 +281,39 @@ def _options(content: str) -> Tuple[Dict[str, str], str]:
     return dict(items), "\n".join(lines).strip("\n")
 
 
+def _fences(text: str, nested: bool, offset: int = 0):
+    """``(token, begin, end, directive name or None, options, body)`` for every
+    fenced block of ``text`` (backtick, tilde or colon), lines counted from
+    ``offset``; with ``nested``, the blocks inside a directive's body too
+    (MyST parses a directive's body as Markdown)."""
+    for token in _parser().parse(text):
+        if token.type not in ("fence", "colon_fence") or not token.map:
+            continue
+        begin, end = token.map[0] + offset, token.map[1] + offset
+        match = re.match(r"^\{([\w:-]+)\}\s*(.*)$", token.info.strip())
+        if not match:
+            yield token, begin, end, None, {}, token.content
+            continue
+        options, body = _options(token.content)
+        yield token, begin, end, match[1], options, body
+        if nested and body and match[1] not in LITERAL_DIRECTIVES:
+            inner = begin + 1 + token.content[: token.content.find(body)].count("\n")
+            yield from _fences(body, nested, inner)
+
+
 def directives(text: str, nested: bool = True) -> List[Directive]:
     """Every directive of MyST Markdown ``text`` (backtick or colon fences), in
     order; with ``nested``, directives inside another directive's body too
     (their lines counted in ``text``)."""
-    found: List[Directive] = []
-    for token in _parser().parse(text):
-        if token.type not in ("fence", "colon_fence") or not token.map:
-            continue
-        match = re.match(r"^\{([\w:-]+)\}\s*(.*)$", token.info.strip())
-        if not match:
-            continue
-        options, body = _options(token.content)
-        begin, end = token.map
-        found.append(Directive(match[1], match[2].strip(), options, body, begin, end, token.markup))
-        if nested and body and match[1] not in LITERAL_DIRECTIVES:
-            inner_offset = begin + 1 + token.content[: token.content.find(body)].count("\n")
-            for inner in directives(body, nested=True):
-                inner.begin += inner_offset
-                inner.end += inner_offset
-                found.append(inner)
-    return found
+    return [Directive(name, token.info.strip()[len(name) + 2:].strip(), options, body, begin, end, token.markup)
+            for token, begin, end, name, options, body in _fences(text, nested) if name]
+
+
+def code_blocks(text: str) -> List[Tuple[int, int, str]]:
+    """``(begin, end, code)`` of every ``{code-cell}`` (options dropped) and
+    every plain fenced code block of MyST text, directive bodies included."""
+    return [(begin, end, body) for token, begin, end, name, options, body in _fences(text, True)
+            if name == "code-cell" or (name is None and token.type == "fence")]
 
 
 def _walk(tokens):
