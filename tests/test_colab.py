@@ -32,7 +32,7 @@ def test_install_cell_does_nothing_off_colab_and_installs_the_override(tmp_path,
 
 
 @pytest.mark.site
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", book.languages())
 def test_every_chapter_page_links_to_its_notebook_on_colab(lang):
     if not (HTML / "index.html").is_file():
         pytest.fail(f"{HTML} has no built site: run `make book` first")
