@@ -15,6 +15,11 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.gradbook-installed
 PORT    ?= 8000
 
+# Python fixes its hash seed at start-up, before conftest or the site extension
+# can set it; the pytest and Sphinx processes run TensorFlow (tests train
+# models in-process), so they start with the kernels' value, read from its home.
+export PYTHONHASHSEED := $(shell sed -n 's/.*"PYTHONHASHSEED": *"\([0-9]*\)".*/\1/p' gradlib/book/kernel.json)
+
 .PHONY: help venv colab-env book browser check test serve bench notebooks lock clean student grade
 
 help:
