@@ -50,6 +50,7 @@ def test_a_non_deterministic_cell_is_caught(tmp_path):
     assert len(found) == 1 and "code cell 1: output differs between runs" in found[0], found
 
 
+@pytest.mark.slow  # a kernel importing TensorFlow (~13 s); the format contract is tested in-process below
 def test_marked_timing_figures_may_differ(tmp_path):
     # gradlib.progress's own bar (the build's kernel sets GRADBOOK_BUILD), over steps of random length
     md = chapter(tmp_path, "import random, time\nfrom gradlib.book.progress import progress\n"
