@@ -101,7 +101,7 @@ def test_directives_come_with_arguments_options_and_lines():
         ("exercise", "", {"label": "en-ch09-ex1", "class": "dropdown"}),
         ("exercise-start", "", {"label": "en-ch09-ex2"}),
         ("solution", "en-ch09-ex1", {"label": "en-ch09-ex1-sol"}),
-        ("code-cell", "ipython3", {"tags": "[remove-input]"}),
+        ("code-cell", "ipython3", {"tags": ["remove-input"]}),
     ]
     lines = SAMPLE.splitlines()
     solution = book.directives(SAMPLE)[2]

@@ -6,8 +6,9 @@
   numbered chapters ``NN_*``).
 * **Cells** are read with real parsers: jupytext (``md:myst``) gives the code
   cells with their options (:func:`read_notebook`); markdown-it-py with the
-  MyST plugins myst-parser itself configures gives the directives and their
-  options (:func:`directives`).
+  MyST plugins of mdit-py-plugins, set up as myst-parser sets them up, gives
+  the directives, targets and roles (:func:`directives`, :func:`targets`,
+  :func:`roles`), directive options parsed as jupytext parses them.
 * **Colab**: the ``.md`` files are the only source and carry no install cell.
   :func:`notebook` (the ``.ipynb`` twin and the student edition start there)
   adds it before the first code cell, from ``_config.yml``'s ``repository``
@@ -247,38 +248,56 @@ class Directive:
 
     name: str
     argument: str
-    options: Dict[str, str] = field(default_factory=dict)
+    options: Dict[str, object] = field(default_factory=dict)
     body: str = ""
     begin: int = 0
     end: int = 0
     fence: str = "```"
 
 
+# The MyST syntax extensions _config.yml may enable, as mdit-py-plugins provides them
+# (the plugins myst-parser wires into markdown-it-py; myst-parser itself is not
+# needed, so the model also works in the Colab-like environment).
+def _plugins() -> dict:
+    from mdit_py_plugins.amsmath import amsmath_plugin
+    from mdit_py_plugins.colon_fence import colon_fence_plugin
+    from mdit_py_plugins.deflist import deflist_plugin
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    from mdit_py_plugins.substitution import substitution_plugin
+
+    return {"colon_fence": colon_fence_plugin, "dollarmath": dollarmath_plugin, "amsmath": amsmath_plugin,
+            "deflist": deflist_plugin, "substitution": substitution_plugin}
+
+
 @functools.lru_cache(maxsize=None)
 def _parser():
-    from markdown_it.renderer import RendererHTML
-    from myst_parser.config.main import MdParserConfig
-    from myst_parser.parsers.mdit import create_md_parser
+    """markdown-it-py as myst-parser sets it up: CommonMark, tables, front
+    matter, MyST blocks (targets) and roles, plus the extensions _config.yml
+    enables (``parse.myst_enable_extensions``)."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+    from mdit_py_plugins.myst_blocks import myst_block_plugin
+    from mdit_py_plugins.myst_role import myst_role_plugin
 
-    extensions = _yaml(ROOT / "_config.yml").get("parse", {}).get("myst_enable_extensions", [])
-    return create_md_parser(MdParserConfig(enable_extensions=set(extensions)), RendererHTML)
+    md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin).use(myst_block_plugin).use(
+        myst_role_plugin)
+    enabled = (_yaml(ROOT / "_config.yml").get("parse") or {}).get("myst_enable_extensions", [])
+    plugins = _plugins()
+    for name in enabled:
+        if name not in plugins:
+            raise ValueError(f"_config.yml enables the MyST extension {name!r}, which tools/book.py does not know")
+        md.use(plugins[name])
+    return md
 
 
-def _options(content: str) -> Tuple[Dict[str, str], str]:
-    """Split a directive's content into options and body, as myst-parser does
-    (a leading block of ``:key: value`` lines, or a ``---`` YAML block)."""
-    from myst_parser.parsers.options import options_to_items
+def _options(content: str) -> Tuple[Dict[str, object], str]:
+    """Split a directive's content into options and body, as jupytext and
+    myst-parser do (a leading block of ``:key: value`` lines, or a ``---``
+    YAML block; values parsed as YAML)."""
+    from jupytext.myst import parse_directive_options
 
-    lines = content.splitlines()
-    if lines and lines[0].strip() == "---":
-        close = next((i for i in range(1, len(lines)) if re.match(r"^-{3,}\s*$", lines[i])), len(lines))
-        return {str(k): str(v) for k, v in (yaml.safe_load("\n".join(lines[1:close])) or {}).items()}, \
-            "\n".join(lines[close + 1:])
-    head = []
-    while lines and lines[0].lstrip().startswith(":"):
-        head.append(lines.pop(0).lstrip()[1:])
-    items, _ = options_to_items("\n".join(head))
-    return dict(items), "\n".join(lines).strip("\n")
+    lines, options = parse_directive_options(content, "directive options: ")
+    return dict(options), "\n".join(lines).strip("\n")
 
 
 def _fences(text: str, nested: bool, offset: int = 0):
