@@ -45,10 +45,13 @@ Output = Tuple[int, str]  # (code cell number, one normalised output)
 def built_notebook(md: Path, root: Path = ROOT):
     """The executed notebook the book build recorded for ``md`` (its execution
     cache, keyed on the code cells), or None when the build has none."""
+    cache = Path(root) / "_build" / ".jupyter_cache"
+    if not cache.is_dir():
+        return None  # no build yet (and get_cache would create an empty cache)
     from jupyter_cache import get_cache
 
     try:
-        return get_cache(str(root / "_build" / ".jupyter_cache")).merge_match_into_notebook(book.read_notebook(md))[1]
+        return get_cache(str(cache)).merge_match_into_notebook(book.read_notebook(md))[1]
     except KeyError:
         return None
 
