@@ -131,6 +131,8 @@ def test_outputs_stripped_ids_kept_and_valid(md, editions):
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
+    first = next(cell for cell in nb.cells if cell.cell_type == "code")
+    assert book.is_install_cell(first) and first.source == book.install_cell(md.parent.name)  # opens on Colab
 
 
 def test_the_source_notebook_is_not_modified():
