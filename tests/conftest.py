@@ -105,7 +105,7 @@ f(x) = x^2
 MINI_LANGUAGES = tuple(MINI_TEXT)
 
 
-def mini_toc(languages=MINI_LANGUAGES) -> str:
+def _mini_toc(languages=MINI_LANGUAGES) -> str:
     """The mini book's _toc.yml: index and 01_demo per language, then the glossary."""
     parts = "".join(
         f"  - caption: {lang}\n    chapters:\n      - file: chapters/{lang}/index\n"
@@ -114,12 +114,24 @@ def mini_toc(languages=MINI_LANGUAGES) -> str:
            "      - file: chapters/glossary\n"
 
 
+@pytest.fixture(scope="session")
+def myst_header() -> str:
+    """The front matter of a MyST notebook page (jupytext, python3 kernel)."""
+    return MINI_HEADER
+
+
+@pytest.fixture(scope="session")
+def mini_toc():
+    """``mini_toc(languages)``: the text of a _toc.yml with index and 01_demo per language."""
+    return _mini_toc
+
+
 @pytest.fixture
 def mini_book(tmp_path: Path) -> Path:
     """A book root under tmp_path, shaped like the real one, for the tools'
     tests: _toc.yml, _config.yml (the real one), index.md,
     chapters/{en,zh}/{index,01_demo}.md and chapters/glossary.md."""
-    (tmp_path / "_toc.yml").write_text(mini_toc(), encoding="utf-8")
+    (tmp_path / "_toc.yml").write_text(_mini_toc(), encoding="utf-8")
     (tmp_path / "_config.yml").write_bytes((ROOT / "_config.yml").read_bytes())
     (tmp_path / "index.md").write_text("# Mini book\n", encoding="utf-8")
     for lang in MINI_LANGUAGES:

@@ -11,7 +11,6 @@ import pytest
 
 from tools import book
 
-from conftest import mini_toc
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +34,7 @@ def test_chapters_are_the_numbered_pages():
         assert others == {"index", "teachers", "benchmarks"}
 
 
-def test_a_toc_drives_languages_and_pages(tmp_path):
+def test_a_toc_drives_languages_and_pages(tmp_path, mini_toc):
     (tmp_path / "_toc.yml").write_text(mini_toc(("zh", "en", "fr")), encoding="utf-8")
     assert book.languages(tmp_path) == ("zh", "en", "fr")
     assert [md.relative_to(tmp_path).as_posix() for md in book.pages("fr", tmp_path)] == [

@@ -20,7 +20,6 @@ from bs4 import BeautifulSoup
 from tools import book
 from tools.sitecheck import log_noise
 
-from conftest import MINI_HEADER
 
 pytestmark = pytest.mark.site
 
@@ -35,7 +34,7 @@ def chapters():
 
 
 @pytest.fixture(scope="module")
-def real_stderr_markup(tmp_path_factory) -> str:
+def real_stderr_markup(tmp_path_factory, myst_header) -> str:
     """The markup myst-nb really gives a cell's stderr: a one-page book whose
     cell writes a TensorFlow-style log line to stderr, built with jupyter-book
     (stderr shown, as a build without ``stderr_output: remove-warn`` would)."""
@@ -44,7 +43,7 @@ def real_stderr_markup(tmp_path_factory) -> str:
                                       encoding="utf-8")
     (root / "_toc.yml").write_text("format: jb-book\nroot: index\n", encoding="utf-8")
     (root / "index.md").write_text(
-        MINI_HEADER + f"\n# stderr\n\n```{{code-cell}} ipython3\nimport sys\nprint({NOISE_LINE!r}, file=sys.stderr)\n```\n",
+        myst_header + f"\n# stderr\n\n```{{code-cell}} ipython3\nimport sys\nprint({NOISE_LINE!r}, file=sys.stderr)\n```\n",
         encoding="utf-8")
     build = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--builder", "html"],
                            capture_output=True, text=True)
