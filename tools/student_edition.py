@@ -37,9 +37,13 @@ from typing import Dict, List, Optional, Tuple
 
 import nbformat
 
-from gradlib.classroom.grade import CHECK_TAG  # noqa: F401  (the grader's tag; re-exported for the tests)
 from tools import book
 from tools.book import ROOT
+
+if __name__ == "__main__":  # as a command: quiet TensorFlow (gradlib imports it), as for the grader
+    book.kernel().apply("grade")
+
+from gradlib.classroom.grade import CHECK_TAG  # noqa: E402,F401  (the grader's tag; re-exported for the tests)
 
 HEADER_ID = "gradbook-header"
 EXERCISE_ID = re.compile(r"^[a-z]{2}-(ch\d\d-ex\d+)$")  # an exercise's label: en-ch01-ex2
@@ -243,5 +247,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    book.kernel().apply("grade")  # TensorFlow (imported through gradlib) quiet, as for the grader
     raise SystemExit(main())
