@@ -168,6 +168,26 @@ def test_broken_explorer_script_is_detected(browser, faulty):
     assert any("explorer gradbook-explorer-" in p and "control" in p for p in problems), problems
 
 
+@pytest.fixture(scope="module")
+def flipped(site, tmp_path_factory):
+    """A copy of the site whose explorer script draws y upside down."""
+    root = tmp_path_factory.mktemp("flipped") / "html"
+    shutil.copytree(site, root)
+    _edit(root / "_static" / "gradbook-explorer.js", "(1 - (y[i] - ylim[0])", "((y[i] - ylim[0])")
+    with bc.serve(root) as base:
+        yield base, _first(PAGES, "en", 'class="gradbook-explorer"', root)
+
+
+def test_a_wrong_projection_is_detected(browser, flipped):
+    """Curves that change, but not to what the server renders, fail the explorer check."""
+    base, path = flipped
+    with bc.open_page(browser, base, path, settle=False) as visit:
+        problems = bc.explorer_problems(visit.page)
+    print("\n".join(problems))
+    assert problems and all("differ from the server-rendered" in p for p in problems), problems
+    assert any("after moving" in p and "back to" in p for p in problems), problems
+
+
 def test_request_to_another_host_is_blocked_and_reported(browser, faulty):
     base, pages = faulty
     with bc.open_page(browser, base, pages["outside"]) as visit:
