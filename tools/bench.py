@@ -87,11 +87,16 @@ from pathlib import Path
 
 from tools import bench_ops, book, browsercheck
 
+if __name__ == "__main__":  # as a command: the build's kernel environment here too (TensorFlow quiet)
+    book.kernel().apply("build")
+
+# The floor's code and the ratio rule have one home: the appendix's tables.
+from gradlib.book.benchmarks import FLOOR_SOURCE, _ratio as ratio  # noqa: E402
+
 REPO = book.ROOT
 
 DEFAULT_CHAPTERS = "chapters/*/*.md"
 EXCLUDED_NAMES = {"index.md", "benchmarks.md"}  # the appendix shows these timings
-FLOOR_SOURCE = "import tensorflow as tf"
 FLOOR_RUNS = 3
 KERNEL_NAME = "python3"
 CELL_TIMEOUT_S = 600
@@ -239,12 +244,6 @@ def select_chapters(pattern: str = DEFAULT_CHAPTERS) -> list[Path]:
         if fnmatch.fnmatchcase(display_path(path), pattern) or fnmatch.fnmatchcase(path.resolve().as_posix(), pattern):
             selected.append(path.resolve())
     return selected
-
-
-def ratio(value: float | None, reference: float | None) -> float | None:
-    if value is None or not reference:
-        return None
-    return value / reference
 
 
 def assemble_results(
@@ -424,5 +423,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    book.kernel().apply("build")  # this process too (the op timings import TensorFlow here)
     raise SystemExit(main(sys.argv[1:]))
