@@ -4,9 +4,9 @@
 # and a fast loop while working:
 #   make check  ruff, then every test that needs no built book, browser or Colab venv
 # Everything runs inside .venv/, created and filled from requirements/constraints.txt.
-# The kernels' environment (TensorFlow quiet and reproducible, PYTHONHASHSEED=0
-# ...) lives in gradlib/book/kernel.json; the site extension, the tools and
-# tests/conftest.py apply it, so it is not exported here.
+# The kernels' environment (TensorFlow quiet and reproducible, ...) lives in
+# gradlib/book/kernel.json; the site extension, the tools and tests/conftest.py
+# apply it, so it is not exported here (except PYTHONHASHSEED, see below).
 
 SHELL   := /bin/bash
 PYTHON  ?= python3
