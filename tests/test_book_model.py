@@ -134,7 +134,8 @@ def test_code_sources_match_the_chapter_cells():
 # -- the appendix re-executes on its own -------------------------------------------
 
 def test_only_the_appendix_is_forced_to_execute():
-    forced = [md.relative_to(ROOT).as_posix() for md in book.pages(root=ROOT) if book.execution_mode(md) == "force"]
+    forced = [md.relative_to(ROOT).as_posix() for md in book.pages(root=ROOT)
+              if book.execution_mode(md, ROOT) == "force"]
     assert forced == ["chapters/en/benchmarks.md", "chapters/zh/benchmarks.md"]
     assert book.execution_mode(book.chapters("en", ROOT)[0]) == "cache"
 

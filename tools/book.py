@@ -43,8 +43,8 @@ import os, subprocess, sys
 if "google.colab" in sys.modules or "GRADBOOK_INSTALL_SOURCE" in os.environ:
     source = os.environ.get("GRADBOOK_INSTALL_SOURCE", "{source}")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)'''
-INSTALL_ID = "gradbook-install"
-LITERAL_DIRECTIVES = {"code-cell", "code-block", "code", "math", "raw", "eval-rst"}  # bodies not Markdown  # the cell id of the injected install cell
+INSTALL_ID = "gradbook-install"  # the cell id of the injected install cell
+LITERAL_DIRECTIVES = {"code-cell", "code-block", "code", "math", "raw", "eval-rst"}  # bodies not Markdown
 
 
 # -- pages (from _toc.yml) -------------------------------------------------------
@@ -177,15 +177,14 @@ def read_notebook(md: Path):
     return jupytext.read(Path(md), fmt="md:myst")
 
 
-def execution_mode(md: Path) -> str:
+def execution_mode(md: Path, root: Path = ROOT) -> str:
     """How the build executes a page: its front matter's ``mystnb:
     execution_mode`` (``force``: on every build, never from the cache), else
     ``_config.yml``'s ``execute.execute_notebooks``."""
     own = (read_notebook(md).metadata.get("mystnb") or {}).get("execution_mode")
     if own:
         return str(own)
-    root = Path(md).resolve().parents[2]
-    return str((_yaml(root / "_config.yml").get("execute") or {}).get("execute_notebooks", "auto"))
+    return str((_yaml(Path(root) / "_config.yml").get("execute") or {}).get("execute_notebooks", "auto"))
 
 
 def reads_notebook(text: str):

@@ -133,7 +133,7 @@ def check_chapter(md: Path, reference=None, root: Path = ROOT) -> List[str]:
     the book build recorded in its execution cache)."""
     md = Path(md)
     built = reference if reference is not None else built_notebook(md, root)
-    if built is None and book.execution_mode(md) == "force":
+    if built is None and book.execution_mode(md, root) == "force":
         built, problems = run_twice(book.read_notebook(md), md.parent)
         if problems:
             return problems
