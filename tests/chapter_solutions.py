@@ -1,52 +1,35 @@
-"""The reference solutions of the chapters, found by a line scan of their MyST sources.
+"""The reference solutions of the chapters, read from their MyST sources.
 
-The scan is independent of ``tools/student_edition.py``, so that tool cannot
-hide its own mistakes; ``test_student_edition.py`` checks that every solution
-passes, and ``test_fuzz_checks.py`` builds its almost-correct answers from them.
+Only the parser is shared with ``tools/student_edition.py`` (``tools.book``:
+jupytext for code cells, myst-parser's markdown-it for directives); the
+solution logic here is written separately, so that tool cannot hide its own
+mistakes.  ``test_student_edition.py`` checks that every solution passes, and
+``test_fuzz_checks.py`` builds its almost-correct answers from them.
 """
 
 import re
 from pathlib import Path
 from typing import Callable, List, Tuple
 
+from tools import book
+
 CHECK_LINE = re.compile(r"""gradlib\.exercises\.check\("(ch\d\d-ex\d+)", (\w+), lang="(en|zh)"\)""")
-CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.M | re.S)
 
 
 def solution_parts(text):
     """(solution lines, other lines) of a chapter source: ``{solution}``
     blocks, and ``{solution-start}`` through the closing fence of ``{solution-end}``."""
     lines = text.splitlines()
-    solution, other = [], []
-    i = 0
-    while i < len(lines):
-        match = re.match(r"^(`{3,}|:{3,})\{(solution|solution-start)\}", lines[i])
-        if not match:
-            other.append(lines[i])
-            i += 1
-            continue
-        fence, j = match.group(1), i + 1
-        if match.group(2) == "solution-start":
-            while not re.match(r"^(`{3,}|:{3,})\{solution-end\}", lines[j]):
-                j += 1
-            j += 1
-        while lines[j].strip() != fence:
-            j += 1
-        solution.extend(lines[i:j + 1])
-        i = j + 1
-    return solution, other
+    inside = [False] * len(lines)
+    for begin, end in book.solution_ranges(text):
+        inside[begin:end] = [True] * (end - begin)
+    return ([line for line, flag in zip(lines, inside) if flag],
+            [line for line, flag in zip(lines, inside) if not flag])
 
 
 def code_cells(text):
     """The code of each ``{code-cell}`` in MyST text (cell options dropped)."""
-    cells = []
-    for body in CODE_CELL.findall(text):
-        body_lines = body.splitlines()
-        if body_lines and body_lines[0].startswith(":"):
-            while body_lines and body_lines[0].strip():
-                body_lines.pop(0)
-        cells.append("\n".join(body_lines).strip("\n"))
-    return cells
+    return [code.strip("\n") for code in book.code_sources(text)]
 
 
 def is_setup(code):

@@ -21,12 +21,8 @@ def repo_root() -> Path:
     return ROOT
 
 
-# -- tools/ tests: the repository importable as `tools`, and a tiny book -----
-
-import sys  # noqa: E402
-
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# -- tools/ tests: a tiny book ---------------------------------------------------
+# (pyproject's pytest `pythonpath = ["."]` makes the repository importable as `tools`)
 
 MINI_HEADER = """---
 jupytext:
@@ -106,11 +102,39 @@ f(x) = x^2
 """
 
 
+MINI_LANGUAGES = tuple(MINI_TEXT)
+
+
+def _mini_toc(languages=MINI_LANGUAGES) -> str:
+    """The mini book's _toc.yml: index and 01_demo per language, then the glossary."""
+    parts = "".join(
+        f"  - caption: {lang}\n    chapters:\n      - file: chapters/{lang}/index\n"
+        f"      - file: chapters/{lang}/01_demo\n" for lang in languages)
+    return f"format: jb-book\nroot: index\nparts:\n{parts}  - caption: Reference\n    chapters:\n" \
+           "      - file: chapters/glossary\n"
+
+
+@pytest.fixture(scope="session")
+def myst_header() -> str:
+    """The front matter of a MyST notebook page (jupytext, python3 kernel)."""
+    return MINI_HEADER
+
+
+@pytest.fixture(scope="session")
+def mini_toc():
+    """``mini_toc(languages)``: the text of a _toc.yml with index and 01_demo per language."""
+    return _mini_toc
+
+
 @pytest.fixture
 def mini_book(tmp_path: Path) -> Path:
     """A book root under tmp_path, shaped like the real one, for the tools'
-    tests: chapters/{en,zh}/{index,01_demo}.md and chapters/glossary.md."""
-    for lang in ("en", "zh"):
+    tests: _toc.yml, _config.yml (the real one), index.md,
+    chapters/{en,zh}/{index,01_demo}.md and chapters/glossary.md."""
+    (tmp_path / "_toc.yml").write_text(_mini_toc(), encoding="utf-8")
+    (tmp_path / "_config.yml").write_bytes((ROOT / "_config.yml").read_bytes())
+    (tmp_path / "index.md").write_text("# Mini book\n", encoding="utf-8")
+    for lang in MINI_LANGUAGES:
         folder = tmp_path / "chapters" / lang
         folder.mkdir(parents=True)
         (folder / "01_demo.md").write_text(mini_chapter(lang), encoding="utf-8")

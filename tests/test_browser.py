@@ -19,15 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from tools import book
 from tools import browsercheck as bc
 
 pytestmark = pytest.mark.site
 
-PAGES = bc.chapter_pages()
+PAGES = book.site_pages()
 OUTSIDE_URL = "https://example.invalid/pixel.png"
 FAULT_ERROR = "gradbook fault injection"
-WEIGHTS: dict[str, bc.Weight] = {}  # filled by test_chapter_page, shown by test_weight_table
-SEARCHES: dict[str, list[str]] = {}  # query -> result paths, filled by test_search_finds_chapters
 
 
 @pytest.fixture(scope="session")
@@ -51,16 +50,42 @@ def server(site):
         yield base
 
 
+class Measured(dict):
+    """Results measured once per module, computed on first use whatever the
+    test order (or -k selection): ``measured.get_or(key, compute)``."""
+
+    def get_or(self, key, compute):
+        if key not in self:
+            self[key] = compute()
+        return self[key]
+
+
+@pytest.fixture(scope="module")
+def weights(browser, server) -> Measured:
+    return Measured()
+
+
+@pytest.fixture(scope="module")
+def searches(browser, server) -> Measured:
+    return Measured()
+
+
+def _weight(browser, server, path):
+    with bc.open_page(browser, server, path) as visit:
+        return bc.page_weight(visit)
+
+
 def test_toc_lists_chapter_pages():
     assert PAGES, "no chapter pages in _toc.yml"
-    by_lang = bc.chapters()
-    assert by_lang["en"] and by_lang["en"] == by_lang["zh"], by_lang
+    names = {lang: [p.rsplit("/", 1)[1] for p in book.site_pages(lang)] for lang in book.languages()}
+    assert names["en"] and names["en"] == names["zh"], names
+    assert [bc.twin(p) for p in book.site_pages("en")] == book.site_pages("zh")
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[p.removeprefix("chapters/").removesuffix(".html") for p in PAGES])
-def test_chapter_page(browser, server, path, record_property):
+def test_chapter_page(browser, server, path, weights, record_property):
     report = bc.check_page(browser, server, path)
-    WEIGHTS[path] = report.weight
+    weights[path] = report.weight
     record_property("weight_bytes", report.weight.total)
     print(report.weight.line(), f"  [{report.seconds:.1f} s]")
     for note in report.notes:
@@ -69,29 +94,23 @@ def test_chapter_page(browser, server, path, record_property):
     assert not problems, "\n".join(problems + ["", report.weight.line()])
 
 
-@pytest.mark.parametrize(
-    "query, lang", [("梯度", "zh"), ("gradient", "en")], ids=["zh", "en"]
-)
-def test_search_finds_chapters(browser, server, query, lang):
-    start = f"chapters/{lang}/{bc.chapters()[lang][0]}.html"
+@pytest.mark.parametrize("lang, query", list(bc.SEARCHES.items()), ids=list(bc.SEARCHES))
+def test_search_finds_chapters(browser, server, query, lang, searches):
+    start = bc.search_start(lang)
     found, problems = bc.search(browser, server, query, start)
-    SEARCHES[query] = found
+    searches[query] = found
     print(f"search {query!r} from {start}: {len(found)} results: {', '.join(dict.fromkeys(found))}")
     problems += bc.search_problems(found, query, lang, PAGES)
     assert not problems, "\n".join(problems)
 
 
-def test_weight_table(browser, server, record_property):
+def test_weight_table(browser, server, weights, record_property):
     """The weight of every chapter page, as one table (measured here if not yet measured)."""
-    for path in PAGES:
-        if path not in WEIGHTS:
-            with bc.open_page(browser, server, path) as visit:
-                WEIGHTS[path] = bc.page_weight(visit)
-    weights = [WEIGHTS[path] for path in PAGES]
-    table = bc.weight_table(weights)
-    record_property("weights", {w.path: w.total for w in weights})
+    measured = [weights.get_or(path, lambda path=path: _weight(browser, server, path)) for path in PAGES]
+    table = bc.weight_table(measured)
+    record_property("weights", {w.path: w.total for w in measured})
     print(table)
-    over = [problem for w in weights for problem in bc.weight_problems(w)]
+    over = [problem for w in measured for problem in bc.weight_problems(w)]
     assert not over, "\n".join(over + ["", table])
 
 
@@ -149,6 +168,26 @@ def test_broken_explorer_script_is_detected(browser, faulty):
     assert any("explorer gradbook-explorer-" in p and "control" in p for p in problems), problems
 
 
+@pytest.fixture(scope="module")
+def flipped(site, tmp_path_factory):
+    """A copy of the site whose explorer script draws y upside down."""
+    root = tmp_path_factory.mktemp("flipped") / "html"
+    shutil.copytree(site, root)
+    _edit(root / "_static" / "gradbook-explorer.js", "(1 - (y[i] - ylim[0])", "((y[i] - ylim[0])")
+    with bc.serve(root) as base:
+        yield base, _first(PAGES, "en", 'class="gradbook-explorer"', root)
+
+
+def test_a_wrong_projection_is_detected(browser, flipped):
+    """Curves that change, but not to what the server renders, fail the explorer check."""
+    base, path = flipped
+    with bc.open_page(browser, base, path, settle=False) as visit:
+        problems = bc.explorer_problems(visit.page)
+    print("\n".join(problems))
+    assert problems and all("differ from the server-rendered" in p for p in problems), problems
+    assert any("after moving" in p and "back to" in p for p in problems), problems
+
+
 def test_request_to_another_host_is_blocked_and_reported(browser, faulty):
     base, pages = faulty
     with bc.open_page(browser, base, pages["outside"]) as visit:
@@ -179,22 +218,18 @@ def test_console_error_and_unrendered_math_are_detected(browser, faulty):
     assert math and "MathJax did not load" in math[0], math
 
 
-def test_weight_budget_is_enforced(browser, server):
-    if PAGES[0] not in WEIGHTS:
-        with bc.open_page(browser, server, PAGES[0]) as visit:
-            WEIGHTS[PAGES[0]] = bc.page_weight(visit)
-    weight = WEIGHTS[PAGES[0]]
+def test_weight_budget_is_enforced(browser, server, weights):
+    weight = weights.get_or(PAGES[0], lambda: _weight(browser, server, PAGES[0]))
     assert weight.total > 1000 and bc.weight_problems(weight) == []
     problems = bc.weight_problems(weight, budget=1000)
     assert problems and "exceeds the budget" in problems[0], problems
 
 
-def test_search_checks_the_language(browser, server):
-    if "梯度" not in SEARCHES:
-        SEARCHES["梯度"], _ = bc.search(browser, server, "梯度", f"chapters/zh/{bc.chapters()['zh'][0]}.html")
-    assert bc.search_problems(SEARCHES["梯度"], "梯度", "zh", PAGES) == []
+def test_search_checks_the_language(browser, server, searches):
+    found = searches.get_or("梯度", lambda: bc.search(browser, server, "梯度", bc.search_start("zh"))[0])
+    assert bc.search_problems(found, "梯度", "zh", PAGES) == []
     # English chapters may cite a Chinese title, so take their pages out of the real results
-    zh_only = [page for page in SEARCHES["梯度"] if not page.startswith("chapters/en/")]
+    zh_only = [page for page in found if not page.startswith("chapters/en/")]
     problems = bc.search_problems(zh_only, "梯度", "en", PAGES)
     assert problems and "no en chapter page" in problems[0], problems
     assert bc.search_problems([], "梯度", "zh", PAGES) == ["search for '梯度' returned no results"]

@@ -1,10 +1,11 @@
-"""Colab wiring: one source of truth (_config.yml) for install cells and launch links."""
+"""Colab wiring: one source of truth (_config.yml) for install cells and launch links,
+and the simulated Colab run.  (The install cell in the twins: test_notebooks.py.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,34 +13,14 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tools import colab, colab_sim
-from tools.browsercheck import chapters
+from tools import book, colab_sim
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 
 
-def test_install_cells_follow_config():
-    assert colab.stale(ROOT) == []
-    url, ref = colab.repository(ROOT)
-    for path in colab.chapter_sources(ROOT):
-        text = path.read_text(encoding="utf-8")
-        assert f'"gradlib @ git+{url}@{ref}"' in text, path
-        assert "tensorflow" not in colab.install_cell(path.parent.name, ROOT).lower()  # Colab's TF is used as is
-
-
-def test_changing_the_config_makes_every_cell_stale_until_rewritten(tmp_path):
-    shutil.copytree(ROOT / "chapters", tmp_path / "chapters")
-    config = (ROOT / "_config.yml").read_text(encoding="utf-8").replace("branch: main", "branch: v9.9.9")
-    (tmp_path / "_config.yml").write_text(config, encoding="utf-8")
-    assert len(colab.stale(tmp_path)) == len(colab.chapter_sources(tmp_path)) > 0
-    colab.write(tmp_path)
-    assert colab.stale(tmp_path) == []
-    assert "git+https://github.com/gradbook/gradbook@v9.9.9" in (tmp_path / "chapters/zh/01_gradients.md").read_text(encoding="utf-8")
-
-
 def test_install_cell_does_nothing_off_colab_and_installs_the_override(tmp_path, monkeypatch):
-    cell = colab.install_cell("en", ROOT)
+    cell = book.install_cell("en", ROOT)
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda args, check: calls.append(args))
     monkeypatch.delenv("GRADBOOK_INSTALL_SOURCE", raising=False)
@@ -51,16 +32,15 @@ def test_install_cell_does_nothing_off_colab_and_installs_the_override(tmp_path,
 
 
 @pytest.mark.site
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", book.languages())
 def test_every_chapter_page_links_to_its_notebook_on_colab(lang):
     if not (HTML / "index.html").is_file():
         pytest.fail(f"{HTML} has no built site: run `make book` first")
     tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
-    for name in chapters()[lang]:
-        page = BeautifulSoup((HTML / "chapters" / lang / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
+    for md in book.pages(lang, ROOT):
+        page = BeautifulSoup((HTML / book.site_path(md, ROOT)).read_text(encoding="utf-8"), "html.parser")
         links = {a["href"] for a in page.select("a[href]") if "colab.research.google.com" in a["href"]}
-        md = ROOT / "chapters" / lang / f"{name}.md"
-        assert links == {colab.colab_url(md, ROOT)}, (name, links)
+        assert links == {book.colab_url(md, ROOT)}, (md.name, links)
         target = re.sub(r"^.*/blob/[^/]+/", "", next(iter(links)))
         assert target in tracked and (ROOT / target).is_file(), f"{target} is not in the repository"
 
@@ -74,8 +54,9 @@ def _simulate(tmp_path, *notebooks):
     if not COLAB_PYTHON.is_file():
         pytest.fail(f"{COLAB_PYTHON} is missing: run `make colab-env` (make test does)")
     out = tmp_path / "results.json"
-    run = subprocess.run([str(COLAB_PYTHON), str(ROOT / "tools" / "colab_sim.py"), "--json", str(out),
-                          *map(str, notebooks)], capture_output=True, text=True, cwd=tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))  # `tools` importable; the kernels drop it (mode colab)
+    run = subprocess.run([str(COLAB_PYTHON), "-m", "tools.colab_sim", "--json", str(out),
+                          *map(str, notebooks)], capture_output=True, text=True, cwd=tmp_path, env=env)
     results = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else []
     return run, results
 
@@ -101,7 +82,8 @@ def test_notebook_runs_as_on_colab(colab_results, notebook, record_property):
 def test_simulation_fails_a_notebook_without_the_install_cell(tmp_path):
     source = ROOT / "chapters" / "en" / "index.ipynb"
     nb = nbformat.read(source, as_version=4)
-    nb.cells = [c for c in nb.cells if "GRADBOOK_INSTALL_SOURCE" not in "".join(c.source)]
+    assert sum(map(book.is_install_cell, nb.cells)) == 1
+    nb.cells = [c for c in nb.cells if not book.is_install_cell(c)]
     broken = tmp_path / "no_install.ipynb"
     nbformat.write(nb, broken)
     run, results = _simulate(tmp_path, broken)
@@ -117,7 +99,16 @@ def test_package_changes_are_reported():
 
 
 def test_first_code_cell_of_every_notebook_is_the_install_cell():
+    assert colab_sim.notebooks(ROOT) == [md.with_suffix(".ipynb") for md in book.pages(root=ROOT)]
     for path in colab_sim.notebooks(ROOT):
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")
-        assert "GRADBOOK_INSTALL_SOURCE" in first.source and "pip" in first.source, path
+        assert book.is_install_cell(first) and first.source == book.install_cell(path.parent.name, ROOT), path
+
+
+def test_the_kernel_environment_is_colab_s_with_the_install_source(tmp_path):
+    env = colab_sim.kernel_env(tmp_path)
+    assert env["GRADBOOK_INSTALL_SOURCE"] == str(tmp_path)
+    assert "PYTHONPATH" not in env and "GRADBOOK_BUILD" not in env
+    colab = book.kernel().kernel_env("colab")
+    assert {k: env[k] for k in colab if k != "PATH"} == {k: v for k, v in colab.items() if k != "PATH"}

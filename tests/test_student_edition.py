@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from gradlib import exercises
-from tools.notebooks import ROOT
+from tools import book
+from tools.book import ROOT
 from tools.student_edition import (CHECK_TAG, HEADER_ID, chapter_sources, main, source_notebook,
                                    strip_solutions, student_notebook)
 
@@ -47,7 +48,7 @@ def test_every_registered_check_has_an_answer_name():
         exercises.answer_name("ch99-ex1")
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", book.languages())
 def test_answer_names_match_the_check_cells(lang):
     found = {}
     for md in (p for p in SOURCES if p.parent.name == lang):
@@ -130,6 +131,8 @@ def test_outputs_stripped_ids_kept_and_valid(md, editions):
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
+    first = next(cell for cell in nb.cells if cell.cell_type == "code")
+    assert book.is_install_cell(first) and first.source == book.install_cell(md.parent.name)  # opens on Colab
 
 
 def test_the_source_notebook_is_not_modified():

@@ -3,9 +3,9 @@
 
 Run from the repository root (``make bench`` does this)::
 
-    python tools/bench.py                      # floor + every chapter + cold/warm build
-    python tools/bench.py --skip-build         # floor + chapters only
-    python tools/bench.py --chapters 'chapters/en/*.md'
+    python -m tools.bench                      # floor + every chapter + cold/warm build
+    python -m tools.bench --skip-build         # floor + chapters only
+    python -m tools.bench --chapters 'chapters/en/*.md'
 
 The machine is shared and noisy, so absolute seconds mean little; every number
 is also reported as a ratio to the *floor* measured in the same run.
@@ -18,10 +18,11 @@ floor
     and kernel shutdown are all inside the timing.  Measured ``FLOOR_RUNS``
     times; the median is the floor.
 chapters
-    Every ``chapters/*/*.md`` MyST notebook except ``index.md`` (and never
-    ``chapters/glossary.md``), read with jupytext and executed the same way as
-    the floor, in a fresh kernel whose cwd is the notebook's folder, with
-    ``GRADBOOK_BUILD=1`` and the inline matplotlib backend, 600 s per cell.
+    Every page of ``_toc.yml`` in a language folder (``tools.book.pages``)
+    except ``index.md`` and ``benchmarks.md`` (the appendix that shows these
+    timings), read with jupytext and executed the same way as the floor
+    (``gradlib/book/kernel.py``'s ``run_notebook``, ``kernel_env("build")``),
+    in a fresh kernel whose cwd is the notebook's folder, 600 s per cell.
     A notebook that raises makes the script stop with a non-zero exit code.
 cold build
     ``jupyter-book build <repo> --path-output <tmp> --builder html -n -W
@@ -71,7 +72,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import glob
+import fnmatch
 import json
 import os
 import platform
@@ -84,37 +85,24 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_ops  # noqa: E402  (tools/ is not a package on sys.path when run as a script)
-import browsercheck  # noqa: E402
+from tools import bench_ops, book, browsercheck
 
-REPO = Path(__file__).resolve().parents[1]
+if __name__ == "__main__":  # as a command: the build's kernel environment here too (TensorFlow quiet)
+    book.kernel().apply("build")
+
+# The floor's code and the ratio rule have one home: the appendix's tables.
+from gradlib.book.benchmarks import FLOOR_SOURCE, _ratio as ratio  # noqa: E402
+
+REPO = book.ROOT
 
 DEFAULT_CHAPTERS = "chapters/*/*.md"
 EXCLUDED_NAMES = {"index.md", "benchmarks.md"}  # the appendix shows these timings
-EXCLUDED_PATHS = {"chapters/glossary.md"}
-FLOOR_SOURCE = "import tensorflow as tf"
 FLOOR_RUNS = 3
 KERNEL_NAME = "python3"
 CELL_TIMEOUT_S = 600
 REPORT_JSON = "bench-report.json"
 REPORT_MD = "bench-report.md"
 LATEST = "gradlib/book/bench-latest.json"  # what the book's appendix shows (gradlib.benchmarks)
-
-# What the Makefile exports for every kernel; set here too (without
-# overriding) so running the script by hand measures the same thing and the
-# -W build is not broken by TensorFlow start-up notices on stderr.
-MAKE_ENV = {
-    "TF_CPP_MIN_LOG_LEVEL": "2",
-    "TF_ENABLE_ONEDNN_OPTS": "0",
-    "TF_NUM_INTRAOP_THREADS": "1",
-    "PYTHONHASHSEED": "0",
-}
-CHAPTER_ENV = {
-    "GRADBOOK_BUILD": "1",
-    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-}
-
 
 class BenchError(RuntimeError):
     """A measurement failed (a notebook raised, the build failed, ...)."""
@@ -129,43 +117,20 @@ def log(message: str) -> None:
 # --------------------------------------------------------------------------
 
 
-def kernel_env() -> dict[str, str]:
-    """Environment for every measured kernel (floor and chapters alike)."""
-    env = dict(os.environ)
-    for key, value in MAKE_ENV.items():
-        env.setdefault(key, value)
-    env.update(CHAPTER_ENV)
-    return env
-
-
 def time_notebook(nb, cwd: Path, label: str) -> tuple[float, object]:
     """Execute ``nb`` in a fresh kernel with cwd ``cwd``; return (seconds, nb).
 
-    The timing covers kernel start, every cell and kernel shutdown.  Any
-    failure (cell error, timeout, dead kernel) becomes a BenchError that
-    carries nbclient's message, which includes the traceback.  The kernel
-    process's own stdout/stderr (start-up notices, not cell output) is kept
-    out of the progress log and only shown when something fails.
+    The timing covers kernel start, every cell and kernel shutdown
+    (``run_notebook`` of ``gradlib/book/kernel.py``, ``kernel_env("build")``).
+    Any failure (cell error, timeout, dead kernel) becomes a BenchError that
+    carries the runner's message and the kernel process's own output.
     """
-    from nbclient import NotebookClient
-
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name=KERNEL_NAME,
-        resources={"metadata": {"path": str(cwd)}},
-    )
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as kernel_log:
-        start = time.perf_counter()
-        try:
-            client.execute(env=kernel_env(), stdout=kernel_log, stderr=kernel_log)
-        except Exception as exc:  # CellExecutionError, CellTimeoutError, DeadKernelError, ...
-            kernel_log.seek(0)
-            process_output = kernel_log.read().strip()
-            extra = f"\n--- kernel process output ---\n{process_output}" if process_output else ""
-            raise BenchError(f"{label} failed to execute:\n{exc}{extra}") from exc
-        seconds = time.perf_counter() - start
-    return seconds, nb
+    kernel = book.kernel()
+    run = kernel.run_notebook(nb, cwd=cwd, env=kernel.kernel_env("build"), timeout=CELL_TIMEOUT_S)
+    if run.error:
+        extra = f"\n--- kernel process output ---\n{run.kernel_output}" if run.kernel_output else ""
+        raise BenchError(f"{label} failed to execute: {run.error}{extra}")
+    return run.seconds, run.notebook
 
 
 def floor_notebook():
@@ -187,18 +152,6 @@ def floor_runs(runs: int = FLOOR_RUNS) -> list[float]:
     return samples
 
 
-def floor_seconds(runs: int = FLOOR_RUNS) -> float:
-    """Median seconds for a fresh kernel to run ``import tensorflow as tf``."""
-    return statistics.median(floor_runs(runs))
-
-
-def read_chapter(md_path: Path):
-    """Read a MyST Markdown notebook with jupytext (format forced to MyST)."""
-    import jupytext
-
-    return jupytext.read(md_path, fmt="md:myst")
-
-
 def stderr_cells(nb) -> int:
     """How many code cells wrote to stderr (the -W book build rejects these)."""
     return sum(
@@ -212,7 +165,7 @@ def stderr_cells(nb) -> int:
 def chapter_seconds(md_path: Path | str) -> float:
     """Seconds for a fresh kernel (cwd = the notebook's folder) to run one chapter."""
     md_path = Path(md_path).resolve()
-    nb = read_chapter(md_path)
+    nb = book.read_notebook(md_path)
     if not any(c.cell_type == "code" for c in nb.cells):
         log(f"warning: {display_path(md_path)} has no code cells")
     seconds, nb = time_notebook(nb, md_path.parent, display_path(md_path))
@@ -250,9 +203,7 @@ def build_seconds(out_dir: Path | str, label: str = "build") -> float:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / f"{label}.log"
-    env = dict(os.environ)
-    for key, value in MAKE_ENV.items():
-        env.setdefault(key, value)
+    env = dict(os.environ)  # the site extension gives the build's kernels kernel_env("build")
     with open(log_path, "w", encoding="utf-8") as log_file:
         start = time.perf_counter()
         proc = subprocess.run(
@@ -283,24 +234,16 @@ def display_path(path: Path | str) -> str:
 
 
 def select_chapters(pattern: str = DEFAULT_CHAPTERS) -> list[Path]:
-    """Chapter notebooks matching ``pattern`` (relative to the repo root, or
-    absolute), sorted, without ``index.md`` files and the glossary."""
-    base = Path(pattern) if Path(pattern).is_absolute() else REPO / pattern
+    """The pages of ``_toc.yml`` (``tools.book.pages``) whose path relative to
+    the repo root (or absolute path) matches the glob ``pattern``, in toc
+    order, without ``index.md`` and the benchmarks appendix."""
     selected = []
-    for name in sorted(glob.glob(str(base), recursive=True)):
-        path = Path(name)
-        if not path.is_file() or path.suffix != ".md":
+    for path in book.pages(root=REPO):
+        if path.name in EXCLUDED_NAMES or not path.is_file():
             continue
-        if path.name in EXCLUDED_NAMES or display_path(path) in EXCLUDED_PATHS:
-            continue
-        selected.append(path.resolve())
+        if fnmatch.fnmatchcase(display_path(path), pattern) or fnmatch.fnmatchcase(path.resolve().as_posix(), pattern):
+            selected.append(path.resolve())
     return selected
-
-
-def ratio(value: float | None, reference: float | None) -> float | None:
-    if value is None or not reference:
-        return None
-    return value / reference
 
 
 def assemble_results(
@@ -375,7 +318,7 @@ def tensorflow_version() -> str | None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="tools/bench.py",
+        prog="python -m tools.bench",
         description="Time the floor (fresh kernel importing TensorFlow), each chapter and cold/warm builds.",
     )
     parser.add_argument("--skip-build", action="store_true", help="only the floor and the chapters")
@@ -384,15 +327,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--chapters",
         metavar="GLOB",
         default=DEFAULT_CHAPTERS,
-        help=f"chapter notebooks to time, relative to the repo root (default: {DEFAULT_CHAPTERS}; "
-        "index.md and the glossary are always skipped)",
+        help=f"pages of _toc.yml to time, a glob relative to the repo root (default: {DEFAULT_CHAPTERS}; "
+        "index.md and benchmarks.md are always skipped)",
     )
     return parser.parse_args(argv)
 
 
 def run(args: argparse.Namespace) -> dict:
-    for key, value in MAKE_ENV.items():
-        os.environ.setdefault(key, value)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
     chapters = select_chapters(args.chapters)
@@ -450,7 +391,7 @@ def page_weights(html: Path) -> dict:
         return {}
     weights = {}
     with bc.serve(html) as base, bc.launch() as browser:
-        for path in bc.chapter_pages(REPO):
+        for path in [book.site_path(md, REPO) for md in book.pages(root=REPO)]:
             with bc.open_page(browser, base, path) as visit:
                 weight = bc.page_weight(visit)
             weights[path] = {"bytes": weight.total, "files": len(weight.files)}
@@ -482,4 +423,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))

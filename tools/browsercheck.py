@@ -10,8 +10,9 @@ fine), so the tests can also prove that a check detects what it should:
 
 * :func:`console_problems`: console errors and uncaught exceptions;
 * :func:`outside_problems`: requests to hosts other than the local server;
-* :func:`explorer_problems`: moving each control of each explorer redraws
-  its curves;
+* :func:`explorer_problems`: each explorer first shows the curves the
+  server rendered; moving each control redraws them, moving it back restores
+  exactly the server-rendered ``points``;
 * :func:`math_problems`: every math element was typeset by MathJax;
 * :func:`language_switch_problems`: the language switch leads to the twin;
 * :func:`weight_problems`: bytes a chapter page transfers, outside the
@@ -23,7 +24,7 @@ each with its cause) are reported as notes instead of problems.
 
 :func:`check_page` runs the page checks on one chapter page.
 
-Usage: ``python tools/browsercheck.py [_build/html]``; exit 1 on any problem.
+Usage: ``python -m tools.browsercheck [_build/html]``; exit 1 on any problem.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 from urllib.parse import unquote, urljoin, urlsplit
 
-import yaml
+from tools import book
+from tools.book import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 HTML = Path(os.environ.get("GRADBOOK_HTML", ROOT / "_build" / "html"))
 CHROMIUM = Path(os.environ.get("GRADBOOK_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -58,8 +59,7 @@ CHROMIUM_ARGS = [
     # Defence in depth behind the request guard: no host name resolves.
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
-CHAPTER = re.compile(r"^chapters/(en|zh)/([^/]+)$")
-LANGS = ("en", "zh")
+SEARCHES = {"zh": "梯度", "en": "gradient"}  # a word the site search must find in each language's chapters
 SHARED = "_static/"  # assets every page loads; not counted in a page's weight
 WEIGHT_BUDGET = 1_500_000  # bytes per chapter page, outside _static/
 TIMEOUT_MS = 20_000
@@ -72,47 +72,9 @@ BLOCKED = "net::ERR_BLOCKED_BY_CLIENT"  # how a request the guard aborted fails 
 # -- the book's pages ---------------------------------------------------------
 
 
-def toc_files(root: Path = ROOT) -> List[str]:
-    """``root`` and every ``file`` entry of _toc.yml, in order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    found: List[str] = []
-
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    found.append(str(node[key]).removesuffix(".md").removesuffix(".ipynb"))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return found
-
-
-def chapters(root: Path = ROOT) -> Dict[str, List[str]]:
-    """Chapter docnames in the toc, by language."""
-    by_lang: Dict[str, List[str]] = {lang: [] for lang in LANGS}
-    for doc in toc_files(root):
-        if match := CHAPTER.match(doc):
-            by_lang[match[1]].append(match[2])
-    return by_lang
-
-
-def chapter_pages(root: Path = ROOT) -> List[str]:
-    """Site-relative paths of every chapter page, English first: ``chapters/en/01_gradients.html``."""
-    return [f"chapters/{lang}/{name}.html" for lang, names in chapters(root).items() for name in names]
-
-
 def twin(path: str) -> str:
     """The other language's page of a chapter page."""
-    match = CHAPTER.match(path.removesuffix(".html"))
-    if not match:
-        raise ValueError(f"{path} is not a chapter page")
-    other = "zh" if match[1] == "en" else "en"
-    return f"chapters/{other}/{match[2]}.html"
+    return book.twin_page(path)
 
 
 # -- the local server ---------------------------------------------------------
@@ -311,16 +273,53 @@ def _set_control(control, tag: str, value: str) -> None:
         control.evaluate(_SET_RANGE_JS, value)
 
 
-def explorer_problems(page) -> List[str]:
-    """Moving each control of each ``div.gradbook-explorer`` to another option redraws its curves."""
+def rendered_points(html: str) -> Dict[str, List[str]]:
+    """``{explorer id: [points of polyline.gbx-curve-0, of .gbx-curve-1]}`` as
+    the server rendered them (the page's HTML, before any script ran)."""
+    from bs4 import BeautifulSoup
+
+    found = {}
+    for i, explorer in enumerate(BeautifulSoup(html, "html.parser").select("div.gradbook-explorer")):
+        key = explorer.get("id") or f"#{i + 1}"
+        found[key] = [p.get("points") for cls in ("gbx-curve-0", "gbx-curve-1")
+                      for p in explorer.select(f"polyline.{cls}")]
+    return found
+
+
+def points_problems(what: str, expected: List[str], shown: List[str]) -> List[str]:
+    """``what`` went wrong when the curves ``shown`` are not the server-rendered ``expected``."""
+    if shown == expected:
+        return []
+    for k, (want, got) in enumerate(zip(expected, shown)):
+        if want != got:
+            return [f"{what}: curve {k} points differ from the server-rendered ones "
+                    f"({(got or '')[:60]!r}... vs {(want or '')[:60]!r}...)"]
+    return [f"{what}: {len(shown)} curves, the server rendered {len(expected)}"]
+
+
+def explorer_problems(page, rendered: Optional[Dict[str, List[str]]] = None) -> List[str]:
+    """Each ``div.gradbook-explorer`` first shows the server-rendered curves;
+    moving each control to another option redraws them, and moving it back
+    restores exactly the server-rendered ``points`` (a projection bug, a
+    flipped axis or a wrong frame in the script fails this).  ``rendered``:
+    :func:`rendered_points` of the page (default: the page's HTML fetched
+    again from the server)."""
+    if rendered is None:
+        rendered = rendered_points(page.request.get(page.url).text())
     problems = []
     explorers = page.locator("div.gradbook-explorer")
     for i in range(explorers.count()):
         explorer = explorers.nth(i)
+        key = explorer.get_attribute("id") or f"#{i + 1}"
         name = f"explorer {explorer.get_attribute('id') or '#' + str(i + 1)}"
         if explorer.locator("polyline.gbx-curve-0").count() != 1 or explorer.locator("polyline.gbx-curve-1").count() != 1:
             problems.append(f"{name}: expected one polyline.gbx-curve-0 and one polyline.gbx-curve-1")
             continue
+        initial = rendered.get(key)
+        if initial is None:
+            problems.append(f"{name}: not in the server-rendered page")
+            continue
+        problems += points_problems(f"{name} on load", initial, explorer.evaluate(_POINTS_JS))
         controls = explorer.locator("[data-index]")
         if controls.count() == 0:
             problems.append(f"{name}: no controls ([data-index])")
@@ -342,6 +341,8 @@ def explorer_problems(page) -> List[str]:
                     break
             if tried:
                 _set_control(control, tag, original)
+                problems += points_problems(f"{name}: after moving {label} back to {original}",
+                                            initial, explorer.evaluate(_POINTS_JS))
             if not tried:
                 problems.append(f"{name}: {label} has no other option to move to")
             elif not changed:
@@ -541,9 +542,15 @@ def search_problems(found: List[str], query: str, lang: str, pages: List[str]) -
 # -- command line -------------------------------------------------------------
 
 
+def search_start(lang: str, root: Path = ROOT) -> str:
+    """The page a search in ``lang`` starts from: its first numbered chapter."""
+    return book.site_path(book.chapters(lang, root)[0], root)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html", nargs="?", type=Path, default=HTML)
+    parser.add_argument("--root", type=Path, default=ROOT, help="book root (default: the repository)")
     args = parser.parse_args(argv)
     if not (args.html / "index.html").is_file():
         print(f"{args.html} has no built site: run `make book` first", file=sys.stderr)
@@ -551,7 +558,7 @@ def main(argv=None) -> int:
     if reason := browser_missing():
         print(reason, file=sys.stderr)
         return 2
-    pages = chapter_pages()
+    pages = book.site_pages(root=args.root)
     problems, notes, weights = [], [], []
     with serve(args.html) as base, launch() as browser:
         for path in pages:
@@ -559,14 +566,14 @@ def main(argv=None) -> int:
             problems += report.all_problems()
             notes += [f"{path}: {note}" for note in report.notes]
             weights.append(report.weight)
-        for query, lang in (("梯度", "zh"), ("gradient", "en")):
-            found, trouble = search(browser, base, query, f"chapters/{lang}/{chapters()[lang][0]}.html")
+        for lang, query in SEARCHES.items():
+            found, trouble = search(browser, base, query, search_start(lang, args.root))
             problems += trouble + search_problems(found, query, lang, pages)
     print(weight_table(weights))
-    for line in notes + problems:
-        print(line)
-    return 1 if problems else 0
+    for note in notes:
+        print(note)
+    return book.cli(problems)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

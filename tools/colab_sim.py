@@ -3,14 +3,15 @@
 Run this with the Python of an environment shaped like Colab's
 (``.venv-colab``, made by ``make colab-env`` from ``requirements/colab.txt``):
 TensorFlow 2.19 and the notebook packages Colab ships, but no gradlib.  For
-every ``chapters/{en,zh}/*.ipynb`` twin it
+every page's ``.ipynb`` twin (``tools.book.pages``) it
 
 1. uninstalls gradlib, so each notebook starts from an environment without it;
 2. copies the notebook alone into an empty folder (Colab has no checkout
    beside the notebook) and executes it there in a fresh kernel of this
    Python, with ``GRADBOOK_INSTALL_SOURCE`` pointing at a copy of the local
-   checkout's package sources: the notebook's own first cell installs gradlib
-   from it with pip, exactly as it installs from GitHub on Colab;
+   checkout's package sources: the notebook's install cell (generated into
+   the twin by ``tools/notebooks.py``) installs gradlib from it with pip,
+   exactly as it installs from GitHub on Colab;
 3. appends one cell that reports which TensorFlow ran and where gradlib was
    imported from, and fails the notebook unless gradlib came from the
    installed package and TensorFlow is still the one the environment had;
@@ -19,12 +20,14 @@ every ``chapters/{en,zh}/*.ipynb`` twin it
    ipywidgets... are used as they are).
 
 Prints one line per notebook and, with ``--json FILE``, writes the results;
-exits 1 if any notebook failed.  Only the standard library, nbformat and
-nbclient are imported here, so the script runs in that bare environment.
+exits 1 if any notebook failed.  Only the standard library, PyYAML (for
+``_toc.yml``), nbformat and nbclient are imported here, so the script runs in
+that bare environment; the kernel runs through ``gradlib/book/kernel.py``
+(mode ``colab``), loaded by path.
 
-Usage::
+Usage (from the repository root)::
 
-    .venv-colab/bin/python tools/colab_sim.py [--json results.json] [NOTEBOOK ...]
+    .venv-colab/bin/python -m tools.colab_sim [--json results.json] [NOTEBOOK ...]
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools import book
+from tools.book import ROOT
+
 MARKER = "GRADBOOK-COLAB-CHECK "
 # What a reader's Colab runtime reports, checked after the chapter's cells.
 REPORT_CELL = f"""\
@@ -52,8 +57,8 @@ PACKAGE_FILES = ("pyproject.toml", "README.md")
 
 
 def notebooks(root: Path = ROOT) -> List[Path]:
-    """Every chapter's ``.ipynb`` twin, English first."""
-    return [nb for lang in ("en", "zh") for nb in sorted((root / "chapters" / lang).glob("*.ipynb"))]
+    """Every page's ``.ipynb`` twin, in toc order (English first)."""
+    return [md.with_suffix(".ipynb") for md in book.pages(root=root)]
 
 
 def package_copy(dest: Path, root: Path = ROOT) -> Path:
@@ -69,7 +74,8 @@ def package_copy(dest: Path, root: Path = ROOT) -> Path:
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # see the installed packages only
+    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, env=env)
 
 
 def frozen() -> Dict[str, str]:
@@ -92,13 +98,12 @@ def changes(before: Dict[str, str], after: Dict[str, str]) -> List[str]:
 
 
 def kernel_env(source: Path) -> Dict[str, str]:
-    """The kernel's environment: this Python first on PATH, no path into the
-    checkout, and the install source overridden."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADBOOK_BUILD")}
+    """The kernel's environment: ``kernel_env("colab")`` (no path into the
+    checkout, Colab's matplotlib backend), this Python first on PATH, and the
+    install source overridden."""
+    env = book.kernel().kernel_env("colab")
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["GRADBOOK_INSTALL_SOURCE"] = str(source)
-    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel 6's debugger notice
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # as on Colab
     return env
 
 
@@ -114,7 +119,6 @@ def report_of(nb) -> Optional[dict]:
 
 def run_notebook(path: Path, source: Path, *, timeout: int = 600) -> dict:
     """Execute one notebook as on Colab; the result's ``problems`` is empty on success."""
-    import nbclient
     import nbformat
 
     start = time.perf_counter()
@@ -128,19 +132,11 @@ def run_notebook(path: Path, source: Path, *, timeout: int = 600) -> dict:
     with tempfile.TemporaryDirectory(prefix="colab-") as workdir:
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(REPORT_CELL))
-        client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                         resources={"metadata": {"path": workdir}})
-        log = Path(workdir) / "kernel-stderr.log"  # TensorFlow's start-up notices go here
-        try:
-            with log.open("w") as stderr:
-                client.execute(cwd=workdir, env=kernel_env(source), stdout=stderr, stderr=stderr)
-        except nbclient.exceptions.CellExecutionError as err:
-            last = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()[-1]  # no terminal colours
-            result["problems"].append(f"a cell raised: {last[:400]}")
-        except Exception as err:  # a timeout or a dead kernel: still one result line
-            tail = log.read_text(errors="replace")[-400:] if log.exists() else ""
-            result["problems"].append(f"{type(err).__name__}: {str(err)[:400]} (kernel stderr: {tail})")
-    report = None if result["problems"] else report_of(nb)
+        run = book.kernel().run_notebook(nb, cwd=workdir, env=kernel_env(source), timeout=timeout)
+        if run.error:
+            tail = f" (kernel stderr: {run.kernel_output[-400:]})" if "raised" not in run.error else ""
+            result["problems"].append(run.error[:400] + tail)
+    report = None if result["problems"] else report_of(run.notebook)
     if report is not None:
         result.update(report)
         imported = Path(report["gradlib"]).resolve()
@@ -160,7 +156,7 @@ def run_notebook(path: Path, source: Path, *, timeout: int = 600) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every chapters/{en,zh}/*.ipynb")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every page's twin")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args(argv)
@@ -186,4 +182,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,12 +1,15 @@
 """Generate and check the Colab ``.ipynb`` twins of the chapter sources.
 
-Every ``chapters/{en,zh}/<name>.md`` (a MyST Markdown notebook) has a
-``<name>.ipynb`` beside it, generated from the ``.md`` by jupytext with all
-outputs stripped.  Generation is deterministic, so ``--check`` can compare
-each twin byte for byte with what ``--write`` would produce:
+Every page ``chapters/<lang>/<name>.md`` of ``_toc.yml`` (a MyST Markdown
+notebook) has a ``<name>.ipynb`` beside it, generated from the ``.md`` by
+jupytext with all outputs stripped.  The ``.md`` is never edited.  Generation
+is deterministic, so ``--check`` can compare each twin byte for byte with
+what ``--write`` would produce (``tools.book.notebook``):
 
 * the notebook is read with ``jupytext.read`` and written with
   ``jupytext.writes(nb, fmt="ipynb")``;
+* the Colab install cell (from ``_config.yml``'s ``repository``) is added
+  before the first code cell;
 * the ``jupytext`` notebook metadata (text representation, jupytext version,
   default lexer) is dropped, so upgrading jupytext does not churn the twins;
 * cell ids, random in nbformat >= 4.5, become ``cell-<index>``;
@@ -15,43 +18,21 @@ each twin byte for byte with what ``--write`` would produce:
 
 Usage::
 
-    python tools/notebooks.py --write   # (re)generate twins that changed
-    python tools/notebooks.py --check   # exit 1 and list the problems
+    python -m tools.notebooks --write   # (re)generate twins that changed
+    python -m tools.notebooks --check   # exit 1 and list the problems
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-import jupytext
+from tools import book
+from tools.book import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-LANGS = ("en", "zh")
-
-
-def md_sources(root: Path) -> list[Path]:
-    """The chapter sources ``root/chapters/{en,zh}/*.md``, sorted."""
-    root = Path(root)
-    found: list[Path] = []
-    for lang in LANGS:
-        found += sorted((root / "chapters" / lang).glob("*.md"))
-    return found
-
-
-def render_ipynb(md: Path) -> str:
-    """The exact text of the ``.ipynb`` twin generated from ``md``."""
-    nb = jupytext.read(Path(md))
-    nb.metadata.pop("jupytext", None)
-    for index, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{index}"
-        if cell.cell_type == "code":
-            cell["outputs"] = []
-            cell["execution_count"] = None
-    return jupytext.writes(nb, fmt="ipynb") + "\n"
+FIX = "run `make notebooks` (python -m tools.notebooks --write) to regenerate"
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -65,20 +46,20 @@ def write_twins(root: Path = ROOT, only: Optional[Iterable[Path]] = None) -> lis
     """Write every twin whose content is missing or out of date; return them.
 
     ``only``: restrict to these chapter sources (each must be one of
-    :func:`md_sources`), e.g. while other chapters are being edited.
+    ``tools.book.pages``), e.g. while other chapters are being edited.
     """
     root = Path(root)
-    sources = md_sources(root)
+    sources = book.pages(root=root)
     if only is not None:
         wanted = [Path(p).resolve() for p in only]
         unknown = [str(p) for p in wanted if p not in [s.resolve() for s in sources]]
         if unknown:
-            raise ValueError(f"not a chapter source under {root}/chapters/{{en,zh}}: {', '.join(unknown)}")
+            raise ValueError(f"not a page of {root}/_toc.yml: {', '.join(unknown)}")
         sources = [s for s in sources if s.resolve() in wanted]
     written = []
     for md in sources:
         twin = md.with_suffix(".ipynb")
-        text = render_ipynb(md).encode("utf-8")
+        text = book.render_ipynb(md, root).encode("utf-8")
         if not twin.exists() or twin.read_bytes() != text:
             twin.write_bytes(text)
             written.append(twin)
@@ -99,7 +80,7 @@ def stale_twins(root: Path = ROOT) -> list[str]:
     """Human-readable problems with the twins; empty when all is well."""
     root = Path(root)
     problems = []
-    sources = md_sources(root)
+    sources = book.pages(root=root)
     for md in sources:
         twin = md.with_suffix(".ipynb")
         name = _rel(twin, root)
@@ -114,7 +95,12 @@ def stale_twins(root: Path = ROOT) -> list[str]:
         except (UnicodeDecodeError, ValueError):
             problems.append(f"{name} is not valid UTF-8 JSON")
             continue
-        if actual != render_ipynb(md).encode("utf-8"):
+        try:
+            expected = book.render_ipynb(md, root).encode("utf-8")
+        except ValueError as err:
+            problems.append(str(err))
+            continue
+        if actual != expected:
             problems.append(f"{name} is stale (differs from what {_rel(md, root)} generates)")
     expected = {md.with_suffix(".ipynb") for md in sources}
     for nb in sorted((root / "chapters").rglob("*.ipynb")):
@@ -143,13 +129,8 @@ def main(argv=None) -> int:
         for path in written:
             print(f"wrote {_rel(path, Path(args.root))}")
         return 0
-    problems = stale_twins(args.root)
-    for problem in problems:
-        print(problem)
-    if problems:
-        print("run `make notebooks` (python tools/notebooks.py --write) to regenerate", file=sys.stderr)
-    return 1 if problems else 0
+    return book.cli(stale_twins(args.root), fix=FIX)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -22,7 +22,7 @@ looked at: code spans, MyST roles (``{glue:text}``, ``{ref}`` ...), labels,
 directive options, links, version numbers after a product name
 ("TensorFlow 2.21", "TF 1.9"), section signs ("§5.1.1") and arXiv ids.
 
-Usage: ``python tools/prose_numbers.py chapters/en/06_dann.md ...``; exit 1
+Usage: ``python -m tools.prose_numbers chapters/en/06_dann.md ...``; exit 1
 when a chapter has a typed number (the test suite passes its allow-lists).
 """
 
@@ -31,15 +31,14 @@ from __future__ import annotations
 import argparse
 import io
 import re
-import sys
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Mapping, Optional, Set
 
+from tools import book
+
 # A code cell, or a fenced block with a language (```bash); a bare ``` closes a directive.
-CODE_CELL = re.compile(r"^(`{3,}|~{3,})(?:\{code-cell\}|(?!\{)[^`\s][^`]*$)")
-FENCE_END = re.compile(r"^(`{3,})\s*$")
 ROLE = re.compile(r"\{[\w:-]+\}`[^`]*`")
 CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+\1")
 LINK = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
@@ -88,18 +87,8 @@ def code_literals(source: str) -> Set[float]:
 
 
 def code_cells(source: str) -> List[str]:
-    cells, current, fence = [], None, None
-    for line in source.splitlines():
-        if current is None:
-            match = CODE_CELL.match(line)
-            if match:
-                current, fence = [], match.group(1)
-        elif FENCE_END.match(line) and line.strip() == fence:
-            cells.append("\n".join(l for l in current if not l.startswith(":tags:")))
-            current = None
-        else:
-            current.append(line)
-    return cells
+    """The code of every code cell and fenced code block (``tools.book.code_blocks``)."""
+    return [code for _, _, code in book.code_blocks(source)]
 
 
 def prose_lines(source: str) -> Iterable[tuple]:
@@ -111,15 +100,10 @@ def prose_lines(source: str) -> Iterable[tuple]:
             if lines[i].strip() == "---":
                 start = i + 1
                 break
-    inside, fence, previous_blank = False, None, True
+    code = {n for begin, end, _ in book.code_blocks(source) for n in range(begin, end)}
+    previous_blank = True
     for number, line in enumerate(lines[start:], start=start + 1):
-        if inside:
-            if FENCE_END.match(line) and line.strip() == fence:
-                inside = False
-            continue
-        match = CODE_CELL.match(line)
-        if match:
-            inside, fence = True, match.group(1)
+        if number - 1 in code:
             continue
         # An indented code block (four spaces after a blank line) is code too.
         if line.startswith("    ") and previous_blank:
@@ -186,11 +170,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="+", type=Path)
     args = parser.parse_args(argv)
-    problems = [typed for chapter in args.chapters for typed in typed_numbers(chapter)]
-    for typed in problems:
-        print(typed)
-    return 1 if problems else 0
+    return book.cli([str(typed) for chapter in args.chapters for typed in typed_numbers(chapter)])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

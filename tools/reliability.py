@@ -1,13 +1,16 @@
 """Reliability gates for the chapters: restart-and-run-all, run-all-again, determinism.
 
-For every page of the book that has code (``chapters/{en,zh}/*.md``), in a
+For every page of the book (``tools.book.pages``: the ``_toc.yml``), in a
 fresh kernel set up exactly as the book build sets it up (cwd = the chapter's
-folder, ``GRADBOOK_BUILD=1``, TensorFlow quiet, inline matplotlib):
+folder, ``kernel_env("build")`` of ``gradlib/book/kernel.py``, whose
+``run_notebook`` runs it):
 
 1. **restart and run all**: every cell runs in order in the fresh kernel
    (cells tagged ``raises-exception`` may raise, no other);
 2. **determinism**: the outputs of that run equal the outputs the book build
-   recorded (its execution cache, ``_build/.jupyter_cache``), number for number.  Timing
+   recorded (its execution cache, ``_build/.jupyter_cache``), number for number;
+   a page the build executes every time (``execution_mode: force``, the
+   benchmarks appendix) is not cached, so a first fresh run stands in for it.  Timing
    figures are the only allowed difference, and they carry a mark: the
    ``[12.3 s]`` that :func:`gradlib.progress` prints (``TIMING`` below), so
    they are blanked before comparing.  Images are compared byte for byte;
@@ -17,29 +20,23 @@ folder, ``GRADBOOK_BUILD=1``, TensorFlow quiet, inline matplotlib):
 
 Usage::
 
-    python tools/reliability.py [CHAPTER.md ...]   # default: every chapter; exit 1 on a problem
+    python -m tools.reliability [CHAPTER.md ...]   # default: every page; exit 1 on a problem
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
-import os
 import re
-import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-if __package__ in (None, ""):  # run as a script: python tools/reliability.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.bench import kernel_env  # noqa: E402  (the environment the build gives every kernel)
-from tools.notebooks import ROOT, md_sources as chapter_sources  # noqa: E402
+from tools import book
+from tools.book import ROOT
 
 CELL_TIMEOUT_S = 600
 # The mark of a timing figure: gradlib.progress ends its bar with "[12.3 s]".
 TIMING = re.compile(r"\[\d+(?:\.\d+)? s\]")
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TEXT_TYPES = ("text/plain", "text/markdown", "text/html", "text/latex", "image/svg+xml", "application/json")
 
 Output = Tuple[int, str]  # (code cell number, one normalised output)
@@ -48,11 +45,13 @@ Output = Tuple[int, str]  # (code cell number, one normalised output)
 def built_notebook(md: Path, root: Path = ROOT):
     """The executed notebook the book build recorded for ``md`` (its execution
     cache, keyed on the code cells), or None when the build has none."""
-    import jupytext
+    cache = Path(root) / "_build" / ".jupyter_cache"
+    if not cache.is_dir():
+        return None  # no build yet (and get_cache would create an empty cache)
     from jupyter_cache import get_cache
 
     try:
-        return get_cache(str(root / "_build" / ".jupyter_cache")).merge_match_into_notebook(jupytext.read(md))[1]
+        return get_cache(str(cache)).merge_match_into_notebook(book.read_notebook(md))[1]
     except KeyError:
         return None
 
@@ -118,52 +117,29 @@ def differences(reference: Sequence[Output], fresh: Sequence[Output]) -> List[st
     return problems
 
 
-def _allowed_to_raise(cell) -> bool:
-    return "raises-exception" in cell.get("metadata", {}).get("tags", [])
-
-
 def run_twice(nb, cwd: Path, *, timeout: int = CELL_TIMEOUT_S) -> Tuple[object, List[str]]:
     """Run every cell of ``nb`` in a fresh kernel, then every cell again in the
     same kernel.  Returns the notebook as it was after the first pass and the
     problems (a cell that raised, in which pass)."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    nb = copy.deepcopy(nb)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(cwd)}})
-    env = kernel_env()
-    problems: List[str] = []
-    first = None
-    code = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-    with open(os.devnull, "w") as quiet, client.setup_kernel(env=env, cwd=str(cwd), stdout=quiet, stderr=quiet):
-        for run in ("restart and run all", "run all again"):
-            for number, (index, cell) in enumerate(code):
-                try:
-                    client.execute_cell(cell, index)
-                except CellExecutionError as err:
-                    lines = [l for l in ANSI.sub("", str(err)).strip().splitlines() if l.strip()]
-                    problems.append(f"{run}: code cell {number} raised: {_short(lines[-1] if lines else '?')}")
-                    break
-            if first is None:
-                first = copy.deepcopy(nb)
-            if problems:
-                break
-    return first, problems
+    kernel = book.kernel()
+    run = kernel.run_notebook(nb, cwd=cwd, env=kernel.kernel_env("build"), passes=2, timeout=timeout)
+    return run.notebook, [] if run.ok else [_short(run.error)]
 
 
-def check_chapter(md: Path, reference=None) -> List[str]:
+def check_chapter(md: Path, reference=None, root: Path = ROOT) -> List[str]:
     """Every reliability problem of one chapter (empty when none).
 
     ``reference`` is an executed notebook to compare with (default: the one
     the book build recorded in its execution cache)."""
-    import jupytext
-
     md = Path(md)
-    built = reference if reference is not None else built_notebook(md)
+    built = reference if reference is not None else built_notebook(md, root)
+    if built is None and book.execution_mode(md, root) == "force":
+        built, problems = run_twice(book.read_notebook(md), md.parent)
+        if problems:
+            return problems
     if built is None:
         return [f"{md}: the book build has no executed copy of the current code: build the book first (make book)"]
-    first, problems = run_twice(jupytext.read(md), md.parent)
+    first, problems = run_twice(book.read_notebook(md), md.parent)
     if not any(p.startswith("restart and run all") for p in problems):
         problems += differences(normalised_outputs(built), normalised_outputs(first))
     return problems
@@ -171,15 +147,16 @@ def check_chapter(md: Path, reference=None) -> List[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("chapters", nargs="*", type=Path, help="default: every chapters/{en,zh}/*.md")
+    parser.add_argument("chapters", nargs="*", type=Path, help="default: every page of _toc.yml")
+    parser.add_argument("--root", type=Path, default=ROOT, help="book root (default: the repository)")
     args = parser.parse_args(argv)
     failed = 0
-    for md in args.chapters or chapter_sources(ROOT):
-        problems = check_chapter(md)
+    for md in args.chapters or book.pages(root=args.root):
+        problems = check_chapter(md, root=args.root)
         failed += bool(problems)
         print(f"{md}: " + ("ok" if not problems else "\n  ".join(["FAILED", *problems])), flush=True)
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

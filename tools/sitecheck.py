@@ -13,7 +13,7 @@ and ``stderr_output: remove-warn``, so no page should show a kernel's logs.
 
 Prose and code inputs are not scanned: a chapter may quote a log line.
 
-Usage: ``python tools/sitecheck.py [_build/html]``; exit 1 when noise is found.
+Usage: ``python -m tools.sitecheck [_build/html]``; exit 1 when noise is found.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools import book
+from tools.book import ROOT
 
 NOISE = re.compile(
     "|".join(
@@ -93,11 +94,8 @@ def main(argv=None) -> int:
     if not args.html_dir.is_dir():
         print(f"{args.html_dir} does not exist: run `make book` first", file=sys.stderr)
         return 2
-    problems = log_noise(args.html_dir)
-    for problem in problems:
-        print(problem)
-    return 1 if problems else 0
+    return book.cli(log_noise(args.html_dir))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

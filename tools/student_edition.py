@@ -1,12 +1,14 @@
 """Make the student edition of the chapter notebooks: no solutions, tagged checks.
 
-From every chapter ``chapters/{en,zh}/NN_*.md`` (rendered in memory exactly as
-its Colab ``.ipynb`` twin, see ``tools/notebooks.py``) this writes
+From every numbered chapter ``chapters/<lang>/NN_*.md`` of ``_toc.yml``
+(rendered in memory exactly as its Colab ``.ipynb`` twin, install cell
+included: ``tools.book.notebook``) this writes
 ``OUT/<lang>/NN_*.ipynb`` where
 
 * every solution is gone: a ``{solution-start}`` directive, everything after
   it (prose, code cells) and the ``{solution-end}`` directive, and every plain
-  ``{solution}`` directive (backtick or colon fences);
+  ``{solution}`` directive (backtick or colon fences), found by the MyST
+  parser (``tools.book.directives``);
 * the check cells (code cells calling
   ``gradlib.exercises.check("chNN-exK", answer, lang=...)``, i.e. the stubs the
   student fills in) are kept, tagged ``gradbook-check``, marked not deletable,
@@ -21,7 +23,7 @@ its Colab ``.ipynb`` twin, see ``tools/notebooks.py``) this writes
 
 Usage::
 
-    python tools/student_edition.py --out _build/student [--lang en|zh|both]
+    python -m tools.student_edition --out _build/student [--lang en|zh|both]
 """
 
 from __future__ import annotations
@@ -35,17 +37,16 @@ from typing import Dict, List, Optional, Tuple
 
 import nbformat
 
-if __package__ in (None, ""):  # run as a script: python tools/student_edition.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.notebooks import LANGS, ROOT, render_ipynb  # noqa: E402
+from tools import book
+from tools.book import ROOT
 
-CHECK_TAG = "gradbook-check"
+if __name__ == "__main__":  # as a command: quiet TensorFlow (gradlib imports it), as for the grader
+    book.kernel().apply("grade")
+
+from gradlib.classroom.grade import CHECK_TAG  # noqa: E402,F401  (the grader's tag; re-exported for the tests)
+
 HEADER_ID = "gradbook-header"
-CHAPTER_FILE = re.compile(r"^\d\d_[\w-]+\.md$")
-FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
-DIRECTIVE = re.compile(r"^\s*\{(?P<name>[\w-]+)\}")
-EXERCISE_LABEL = re.compile(r"^:label:\s*(?P<lang>en|zh)-(?P<id>ch\d\d-ex\d+)\s*$", re.M)
-SOLUTION_DIRECTIVES = ("solution", "solution-start", "solution-end")
+EXERCISE_ID = re.compile(r"^[a-z]{2}-(ch\d\d-ex\d+)$")  # an exercise's label: en-ch01-ex2
 
 HEADER = {
     "en": {
@@ -89,48 +90,29 @@ HEADER = {
 
 # -- removing solutions -------------------------------------------------------
 
-def _closing(lines: List[str], start: int, fence: str) -> int:
-    """Index of the line closing the fence opened at ``lines[start]`` (the last
-    line when it is never closed, as in CommonMark)."""
-    closing = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-    for j in range(start + 1, len(lines)):
-        if closing.match(lines[j]):
-            return j
-    return len(lines) - 1
-
-
-def _directive(info: str) -> Optional[str]:
-    match = DIRECTIVE.match(info)
-    return match.group("name") if match else None
-
-
 def strip_solutions(text: str, inside: bool = False) -> Tuple[str, bool]:
     """Remove the solutions from one markdown cell's text.
 
     ``inside`` says whether the cell starts between a ``{solution-start}`` and
     its ``{solution-end}``; the returned flag says whether it ends there.
-    Fenced blocks are skipped whole, so a fence inside a solution (or a
+    Directives come from the MyST parser, so a fence inside a solution (or a
     directive shown inside a code block) is never mistaken for a boundary.
     """
     lines = text.splitlines(keepends=True)
     kept: List[str] = []
-    i = 0
-    while i < len(lines):
-        match = FENCE.match(lines[i])
-        if match is None:
-            if not inside:
-                kept.append(lines[i])
-            i += 1
-            continue
-        end = _closing(lines, i, match.group("fence"))
-        name = _directive(match.group("info"))
-        if name == "solution-start":
+    cursor = 0
+    for directive in book.directives(text, nested=False):
+        if not inside:
+            kept.extend(lines[cursor:directive.begin])
+        if directive.name == "solution-start":
             inside = True
-        elif name == "solution-end":
+        elif directive.name == "solution-end":
             inside = False
-        elif name != "solution" and not inside:
-            kept.extend(lines[i:end + 1])
-        i = end + 1
+        elif directive.name != "solution" and not inside:
+            kept.extend(lines[directive.begin:directive.end])
+        cursor = directive.end
+    if not inside:
+        kept.extend(lines[cursor:])
     cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip("\n")
     return cleaned, inside
 
@@ -166,7 +148,7 @@ def student_notebook(nb, *, lang: Optional[str] = None):
     is not modified.  ``lang`` is used when the notebook's own language (from
     its check calls and labels) cannot be determined."""
     from gradlib import exercises
-    from gradlib.grade import check_calls, inspect_notebook
+    from gradlib.classroom.grade import check_calls, inspect_notebook
 
     nb = copy.deepcopy(nb)
     cells = []
@@ -205,8 +187,10 @@ def student_notebook(nb, *, lang: Optional[str] = None):
                 cell.metadata["gradbook"] = {"exercise": call["exercise"], "answer": name,
                                              "lang": call["lang"] or lang}
                 answers.setdefault(call["exercise"], name)
-    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    written = [m.group("id") for m in EXERCISE_LABEL.finditer(markdown) if m.group("id") not in answers]
+    labels = [d.options.get("label", "") for c in nb.cells if c.cell_type == "markdown"
+              for d in book.directives(c.source) if d.name in ("exercise", "exercise-start")]
+    ids = [m[1] for m in map(EXERCISE_ID.match, labels) if m]
+    written = [i for i in ids if i not in answers]
 
     header = nbformat.v4.new_markdown_cell(_header(chapter, lang, answers, written))
     header["id"] = HEADER_ID
@@ -219,25 +203,22 @@ def student_notebook(nb, *, lang: Optional[str] = None):
     return nb
 
 
-def chapter_sources(root: Path = ROOT, langs=LANGS) -> List[Path]:
-    """The chapter sources ``chapters/<lang>/NN_*.md`` that exist, sorted."""
-    found: List[Path] = []
-    for lang in langs:
-        found += sorted(p for p in (Path(root) / "chapters" / lang).glob("*.md") if CHAPTER_FILE.match(p.name))
-    return found
+def chapter_sources(root: Path = ROOT, langs=None) -> List[Path]:
+    """The numbered chapters of ``langs`` (default: every language), in toc order."""
+    return [md for lang in (langs or book.languages(root)) for md in book.chapters(lang, root)]
 
 
-def source_notebook(md: Path):
-    """The chapter's Colab notebook, generated in memory from its ``.md``."""
-    return nbformat.reads(render_ipynb(md), as_version=4)
+def source_notebook(md: Path, root: Path = ROOT):
+    """The chapter's Colab notebook (its ``.ipynb`` twin), generated in memory from its ``.md``."""
+    return book.notebook(md, root)
 
 
-def write_student_edition(out: Path, *, root: Path = ROOT, langs=LANGS) -> List[Path]:
+def write_student_edition(out: Path, *, root: Path = ROOT, langs=None) -> List[Path]:
     """Write ``out/<lang>/NN_*.ipynb`` for every chapter source; return the paths."""
     written = []
     for md in chapter_sources(root, langs):
         lang = md.parent.name
-        nb = student_notebook(source_notebook(md), lang=lang)
+        nb = student_notebook(source_notebook(md, root), lang=lang)
         nbformat.validate(nb)
         target = Path(out) / lang / md.with_suffix(".ipynb").name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -249,10 +230,13 @@ def write_student_edition(out: Path, *, root: Path = ROOT, langs=LANGS) -> List[
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="the folder to write <lang>/NN_*.ipynb into")
-    parser.add_argument("--lang", choices=LANGS + ("both",), default="both", help="which language (default both)")
+    parser.add_argument("--lang", default="both", help="which language of _toc.yml (default both)")
     parser.add_argument("--root", type=Path, default=ROOT, help="book root (default: the repository)")
     args = parser.parse_args(argv)
-    langs = LANGS if args.lang == "both" else (args.lang,)
+    known = book.languages(args.root)
+    if args.lang not in known + ("both",):
+        parser.error(f"--lang must be one of {', '.join(known)} or both, not {args.lang!r}")
+    langs = known if args.lang == "both" else (args.lang,)
     paths = write_student_edition(args.out, root=args.root, langs=langs)
     for path in paths:
         print(f"wrote {path}")
@@ -263,4 +247,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -19,7 +19,11 @@ Prose is translated; code is not.  :func:`check_twins` reports:
 * label sequences that differ once the prefix is removed;
 * exercise id sequences that differ (``en-ch01-ex1`` -> ``ch01-ex1``).
 
-Usage: ``python tools/twins.py [--root DIR]``; exit 1 when there are problems.
+The pages come from ``_toc.yml``, code cells from jupytext and labels,
+directives and roles from the MyST parser (``tools.book``).  The first
+language of the toc is the reference the others are compared with.
+
+Usage: ``python -m tools.twins [--root DIR]``; exit 1 when there are problems.
 """
 
 from __future__ import annotations
@@ -27,15 +31,11 @@ from __future__ import annotations
 import argparse
 import io
 import re
-import sys
 import tokenize
 from pathlib import Path
 
-import jupytext
-
-if __package__ in (None, ""):  # run as a script: python tools/twins.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.notebooks import LANGS, ROOT, md_sources  # noqa: E402
+from tools import book
+from tools.book import ROOT
 
 STR = "<str>"
 DROP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
@@ -44,23 +44,22 @@ FSTRING_END = getattr(tokenize, "FSTRING_END", None)
 PROSE_OPTIONS = {"caption", "alt"}
 LABEL_OPTIONS = {"name", "label"}
 
-TARGET = re.compile(r"^\s*\(([^()\s]+)\)=\s*$")
-FENCE = re.compile(r"^\s*(`{3,}|:{3,})\{([\w-]+)\}\s*(\S*)")
 EXERCISES = ("exercise", "exercise-start")
 SOLUTIONS = ("solution", "solution-start")
-ROLE_REF = re.compile(r"\{(?:ref|numref)\}`(?:[^`<]*<)?([^`<>]+)>?`")
+REF_ROLES = ("ref", "numref")
+REF_TARGET = re.compile(r"^(?:[^<]*<)?([^<>]+)>?$")  # {ref}`text <label>` or {ref}`label`
 
 
-def strip_lang(label: str) -> str:
+def strip_lang(label: str, langs=None) -> str:
     """``en-ch01-lists`` -> ``ch01-lists``; other labels unchanged."""
-    for lang in LANGS:
+    for lang in langs or book.languages():
         if label.startswith(lang + "-"):
             return label[len(lang) + 1:]
     return label
 
 
 def _notebook(md_path: Path):
-    return jupytext.read(Path(md_path))
+    return book.read_notebook(md_path)
 
 
 # -- code --------------------------------------------------------------------
@@ -159,29 +158,9 @@ def code_cells(md_path: Path) -> list[dict]:
 
 # -- labels and exercises ----------------------------------------------------
 
-def _directive_options(lines: list[str], start: int) -> dict:
-    """Options of the directive opened on ``lines[start - 1]``: ``:key: value``
-    lines, or a ``---`` delimited ``key: value`` block."""
-    options, rest = {}, lines[start:]
-    if rest and rest[0].strip() == "---":
-        for line in rest[1:]:
-            if line.strip() == "---":
-                break
-            found = re.match(r"^\s*([\w-]+)\s*:\s*(.*?)\s*$", line)
-            if found:
-                options[found[1]] = found[2].strip("'\"")
-        return options
-    for line in rest:
-        found = re.match(r"^\s*:([\w-]+):\s*(.*?)\s*$", line)
-        if not found:
-            break
-        options[found[1]] = found[2]
-    return options
-
-
 def _markdown_items(nb):
-    """In order: ``("target", label)`` for ``(label)=`` lines,
-    ``("directive", name, argument, options)`` for fenced directives and
+    """In order: ``("target", label)`` for ``(label)=`` targets,
+    ``("directive", name, argument, options)`` for directives and
     ``("code", labels)`` for the labels in a code cell's options."""
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -189,12 +168,13 @@ def _markdown_items(nb):
             continue
         if cell.cell_type != "markdown":
             continue
-        lines = cell.source.splitlines()
-        for i, line in enumerate(lines):
-            if match := TARGET.match(line):
-                yield "target", match[1]
-            elif match := FENCE.match(line):
-                yield "directive", match[2], match[3], _directive_options(lines, i + 1)
+        items = [(d.begin, "directive", d.name, d.argument, d.options) for d in book.directives(cell.source)]
+        text_lines = cell.source.splitlines()
+        for label in book.targets(cell.source):
+            line = next((i for i, text in enumerate(text_lines) if text.strip() == f"({label})="), -1)
+            items.append((line, "target", label))
+        for _, *item in sorted(items, key=lambda item: item[0]):
+            yield tuple(item)
 
 
 def _labels(nb) -> list[str]:
@@ -209,9 +189,9 @@ def _labels(nb) -> list[str]:
     return found
 
 
-def _exercise_ids(nb) -> list[str]:
+def _exercise_ids(nb, langs=None) -> list[str]:
     return [
-        strip_lang(rest[2].get("label", "?"))
+        strip_lang(rest[2].get("label", "?"), langs)
         for kind, *rest in _markdown_items(nb)
         if kind == "directive" and rest[0] in EXERCISES
     ]
@@ -243,12 +223,12 @@ def _first_difference(a: list[str], b: list[str]):
     return None
 
 
-def _language_problems(nb, lang: str, rel: str) -> list[str]:
+def _language_problems(nb, lang: str, rel: str, langs) -> list[str]:
     problems = []
     fmt = nb.metadata.get("jupytext", {}).get("text_representation", {})
     if fmt.get("format_name") != "myst":
         problems.append(f"{rel}: not a MyST notebook (jupytext format_name is not myst)")
-    prefix, others = f"{lang}-", tuple(f"{o}-" for o in LANGS if o != lang)
+    prefix, others = f"{lang}-", tuple(f"{o}-" for o in langs if o != lang)
     for label in _labels(nb):
         if not label.startswith(prefix):
             problems.append(f"{rel}: label {label!r} lacks the {prefix!r} prefix")
@@ -262,13 +242,18 @@ def _language_problems(nb, lang: str, rel: str) -> list[str]:
             problems.append(f"{rel}: solution of {argument!r} is not a {prefix!r} exercise")
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            for target in ROLE_REF.findall(cell.source):
+            refs = [REF_TARGET.match(content.strip()) for name, content in book.roles(cell.source)
+                    if name in REF_ROLES]
+            for target in [ref[1].strip() for ref in refs if ref]:
                 if target.startswith(others):
                     problems.append(f"{rel}: reference to {target!r} points into the other language")
     return problems
 
 
-def _compare(en, zh, ren: str, rzh: str) -> list[str]:
+def _compare(en, zh, ren: str, rzh: str, langs) -> list[str]:
+    """Problems between the reference language's notebook ``en`` and another
+    language's ``zh`` (``langs``: the two languages' names)."""
+    first, other = langs
     problems = []
     a, b = _code_cells(en), _code_cells(zh)
     if len(a) != len(b):
@@ -279,44 +264,48 @@ def _compare(en, zh, ren: str, rzh: str) -> list[str]:
             line, left, right = diff
             problems.append(
                 f"{ren} vs {rzh}: code cell {n} differs (code line {line}):\n"
-                f"    en: {_short(left)}\n    zh: {_short(right)}"
+                f"    {first}: {_short(left)}\n    {other}: {_short(right)}"
             )
         if x["options"] != y["options"]:
             problems.append(
                 f"{ren} vs {rzh}: code cell {n} options differ: "
-                f"en {x['options']} vs zh {y['options']}"
+                f"{first} {x['options']} vs {other} {y['options']}"
             )
-    la = [strip_lang(label) for label in _labels(en)]
-    lb = [strip_lang(label) for label in _labels(zh)]
+    la = [strip_lang(label, langs) for label in _labels(en)]
+    lb = [strip_lang(label, langs) for label in _labels(zh)]
     if la != lb:
         only_en, only_zh = sorted(set(la) - set(lb)), sorted(set(lb) - set(la))
-        detail = f"only in en {only_en}, only in zh {only_zh}" if only_en or only_zh else "order differs"
+        detail = f"only in {first} {only_en}, only in {other} {only_zh}" if only_en or only_zh else "order differs"
         problems.append(f"{ren} vs {rzh}: labels differ ({detail})")
-    ea, eb = _exercise_ids(en), _exercise_ids(zh)
+    ea, eb = _exercise_ids(en, langs), _exercise_ids(zh, langs)
     if ea != eb:
-        problems.append(f"{ren} vs {rzh}: exercise ids differ: en {ea} vs zh {eb}")
+        problems.append(f"{ren} vs {rzh}: exercise ids differ: {first} {ea} vs {other} {eb}")
     return problems
 
 
 def check_twins(root: Path = ROOT) -> list[str]:
-    """Human-readable problems between the en and zh chapters; empty if none."""
+    """Human-readable problems between the languages' pages; empty if none."""
     root = Path(root)
-    by_lang = {lang: {} for lang in LANGS}
-    for md in md_sources(root):
-        by_lang[md.parent.name][md.name] = _notebook(md)
+    langs = book.languages(root)
+    by_lang = {lang: {md.name: md for md in book.pages(lang, root)} for lang in langs}
     problems = []
-    en, zh = by_lang["en"], by_lang["zh"]
-    for name in sorted(set(en) | set(zh)):
-        rel = {lang: f"chapters/{lang}/{name}" for lang in LANGS}
-        if name not in zh:
-            problems.append(f"{rel['zh']} is missing (twin of {rel['en']})")
-        if name not in en:
-            problems.append(f"{rel['en']} is missing (twin of {rel['zh']})")
-        for lang in LANGS:
-            if name in by_lang[lang]:
-                problems += _language_problems(by_lang[lang][name], lang, rel[lang])
-        if name in en and name in zh:
-            problems += _compare(en[name], zh[name], rel["en"], rel["zh"])
+    names = sorted({name for pages in by_lang.values() for name in pages})
+    reference = langs[0]
+    for name in names:
+        rel = {lang: f"chapters/{lang}/{name}" for lang in langs}
+        notebooks = {}
+        for lang in langs:
+            md = by_lang[lang].get(name)
+            if md is None or not md.is_file():
+                others = [rel[o] for o in langs if o != lang and name in by_lang[o]]
+                problems.append(f"{rel[lang]} is missing (twin of {', '.join(others)})")
+                continue
+            notebooks[lang] = _notebook(md)
+            problems += _language_problems(notebooks[lang], lang, rel[lang], langs)
+        for lang in langs[1:]:
+            if reference in notebooks and lang in notebooks:
+                problems += _compare(notebooks[reference], notebooks[lang], rel[reference], rel[lang],
+                                     (reference, lang))
     return problems
 
 
@@ -324,11 +313,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="book root (default: the repository)")
     args = parser.parse_args(argv)
-    problems = check_twins(args.root)
-    for problem in problems:
-        print(problem)
-    return 1 if problems else 0
+    return book.cli(check_twins(args.root))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
