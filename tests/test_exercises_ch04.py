@@ -639,6 +639,6 @@ def test_grad_fn_that_raises_is_reported():
 
 
 def test_registered_ids():
-    assert {"ch04-ex1", "ch04-ex2", "ch04-ex3"} <= set(exercises.exercise_ids())
-    for key in ch04.MESSAGES:
-        assert set(ch04.MESSAGES[key]) == {"en", "zh"}, key
+    ids = [i for i in exercises.exercise_ids() if i.startswith("ch04-")]
+    assert ids == ["ch04-ex1", "ch04-ex2", "ch04-ex3"]
+    assert [exercises.answer_name(i) for i in ids] == ["fake_quant", "logaddexp", "clip_gradient_rows"]

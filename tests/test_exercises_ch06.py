@@ -623,8 +623,3 @@ def test_repeated_checks_write_nothing_to_stderr(capfd):
 
 def test_ids_are_registered():
     assert {"ch06-ex1", "ch06-ex2", "ch06-ex3"} <= set(exercises.exercise_ids())
-
-
-def test_every_message_has_both_languages():
-    for key, texts in ch06.MESSAGES.items():
-        assert set(texts) == {"en", "zh"}, key

@@ -98,8 +98,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from .catalogue import LANGUAGES, message, seconds_text
+
 CHECK_TAG = "gradbook-check"
-LANGUAGES = ("en", "zh")
 COLUMNS = ["file", "chapter", "exercise", "answer", "lang", "status", "passed",
            "check_cell", "feedback", "notes"]
 
@@ -111,55 +112,15 @@ LANG_ARG = re.compile(r"""\blang\s*=\s*(['"])(?P<lang>en|zh)\1""")
 EXERCISE_LABEL = re.compile(r"\b(?P<lang>en|zh)-(?P<id>ch\d\d-ex\d+)\b")
 CHAPTER_LABEL = re.compile(r"^\((?P<lang>en|zh)-(?P<chapter>ch\d\d)\)=\s*$", re.M)
 
-MESSAGES = {
-    "file_not_found": {"en": "file not found", "zh": "文件不存在"},
-    "invalid": {"en": "not a valid notebook: {error}", "zh": "不是有效的笔记本：{error}"},
-    "not_utf8": {"en": "not UTF-8 text", "zh": "不是 UTF-8 文本"},
-    "unreadable": {"en": "cannot read it ({error})", "zh": "无法读取（{error}）"},
-    "not_json": {"en": "not valid JSON ({error})", "zh": "不是合法的 JSON（{error}）"},
-    "no_cells": {"en": "no list of cells", "zh": "没有单元格列表"},
-    "bad_cell": {"en": "a cell without a type or source", "zh": "有单元格缺少类型或源文本"},
-    "no_exercises": {
-        "en": "no auto-checked exercise found: the notebook has no check cell and no gradbook metadata",
-        "zh": "没有找到可自动检查的练习：笔记本中既没有检查单元格，也没有 gradbook 元数据"},
-    "not_defined": {
-        "en": "`{name}` is not defined: the notebook never defines the answer function "
-              "(deleted or renamed, or its cell raised before the definition)",
-        "zh": "`{name}` 未定义：笔记本中没有定义这个答案函数（被删除或改名，或者它所在的单元格在定义之前就出错了）"},
-    "not_defined_timeout": {
-        "en": "`{name}` is not defined: the notebook ran out of time ({seconds} s) in cell {cell}, before defining it",
-        "zh": "`{name}` 未定义：笔记本在第 {cell} 个单元格处超时（{seconds} 秒），还没有运行到定义它的地方"},
-    "check_timeout": {
-        "en": "the check of `{name}` did not finish within {seconds} s: does it loop forever?",
-        "zh": "对 `{name}` 的检查没有在 {seconds} 秒内结束：它是否陷入了死循环？"},
-    "deleted": {"en": "the check cell for {exercise} was deleted", "zh": "{exercise} 的检查单元格被删除了"},
-    "deleted_graded": {"en": "graded `{name}` anyway: {message}", "zh": "仍然对 `{name}` 进行了评分：{message}"},
-    "kernel_died": {
-        "en": "the kernel died {where}: the notebook's code may have exited or used too much memory",
-        "zh": "内核在{where}意外终止：笔记本的代码可能调用了退出，或者占用了过多内存"},
-    "in_cell": {"en": "in cell {cell}", "zh": "第 {cell} 个单元格运行时"},
-    "in_check": {"en": "during the check", "zh": "检查过程中"},
-    "watchdog": {
-        "en": "grading stopped after {seconds} s: the kernel did not respond and was killed",
-        "zh": "评分在 {seconds} 秒后被终止：内核没有响应，已被强制结束"},
-    "no_result": {
-        "en": "the grader got no result for this exercise (did the notebook replace print, sys.stdout or gradlib?)",
-        "zh": "评分程序没有得到这道练习的结果（笔记本是否替换了 print、sys.stdout 或 gradlib？）"},
-    "grader_error": {"en": "the grader failed: {error}", "zh": "评分程序出错：{error}"},
-    "cell_raised": {"en": "cell {cell} ({line}) raised {error}", "zh": "第 {cell} 个单元格（{line}）抛出 {error}"},
-    "more_errors": {"en": "{count} more cells raised", "zh": "另有 {count} 个单元格抛出异常"},
-    "cell_timeout": {
-        "en": "cell {cell} ({line}) was stopped after the notebook's {seconds} s; "
-              "{skipped} later code cells were not run",
-        "zh": "第 {cell} 个单元格（{line}）在笔记本用完 {seconds} 秒后被中止；之后的 {skipped} 个代码单元格没有运行"},
-}
-
-
-def _msg(key: str, lang: str, **values) -> str:
-    return MESSAGES[key][lang if lang in LANGUAGES else "en"].format(**values)
 
 
 # -- reading a notebook --------------------------------------------------------
+
+
+def _msg(key: str, lang: str, **values) -> str:
+    """The grader's message ``key`` ("grade.<key>" in the catalogue), in ``lang`` (English if unknown)."""
+    return message("grade." + key, lang if lang in LANGUAGES else "en", **values)
+
 
 def check_calls(source: str) -> List[Dict[str, Optional[str]]]:
     """The ``exercises.check(...)`` calls in a code cell's source, in order:
@@ -526,7 +487,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
         notes.append(_msg("more_errors", lang, count=len(run.errors) - 3))
     if run.timeout_cell:
         notes.append(_msg("cell_timeout", lang, cell=run.timeout_cell, line=run.timeout_line,
-                          seconds=_seconds(timeout), skipped=run.skipped))
+                          seconds=seconds_text(timeout), skipped=run.skipped))
     if run.died:
         notes.append(_msg("kernel_died", lang, where=run.died))
     rows = []
@@ -538,7 +499,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
                    check_cell="present" if present else "deleted", notes="; ".join(notes))
         if result is None:
             if run.watchdog is not None:
-                row.update(status="timeout", feedback=_msg("watchdog", lang, seconds=_seconds(run.watchdog)))
+                row.update(status="timeout", feedback=_msg("watchdog", lang, seconds=seconds_text(run.watchdog)))
             elif run.died:
                 row.update(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
             else:
@@ -549,12 +510,12 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
         elif result["status"] == "not-defined":
             if run.timeout_cell:
                 row.update(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
-                                                          seconds=_seconds(timeout), cell=run.timeout_cell))
+                                                          seconds=seconds_text(timeout), cell=run.timeout_cell))
             else:
                 row.update(status="not-defined", feedback=_msg("not_defined", lang, name=name))
         elif result["status"] == "timeout":
             row.update(status="timeout", feedback=_msg("check_timeout", lang, name=name,
-                                                       seconds=_seconds(check_timeout)))
+                                                       seconds=seconds_text(check_timeout)))
         elif result["status"] == "no-result":
             row.update(status="no-result", feedback=_msg("no_result", lang))
         else:
@@ -568,10 +529,6 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
                 row["feedback"] = deleted + ("; " if lang == "en" else "；") + row["feedback"]
         rows.append(row)
     return rows
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}"
 
 
 async def grade_files(paths: Sequence, *, jobs: int = 1, progress=None, **options) -> List[Dict[str, Any]]:
