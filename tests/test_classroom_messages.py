@@ -84,7 +84,8 @@ def test_text_keeps_the_key_of_the_main_sentence():
     sentence = _core.message("common.none", "en", where="")
     hint = _core.message("ch02.ste_outside", "en")
     assert (("at x = 1: " + sentence) + " more").key == "common.none"
-    assert _core.join(sentence, hint, "en").key == "common.none"
+    assert _core.join(sentence, hint, "en").key == "ch02.ste_outside"   # the hint names the mistake
+    assert _core.join(sentence, "plain hint", "en").key == "common.none"
     assert _core.join(sentence, hint, "zh") == str(sentence) + str(hint)
     assert _core.join(sentence, "", "en") is sentence
     assert _core.Mismatch(sentence).key == "common.none"

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from gradlib import exercises
+from gradlib.classroom.exercises import ch01
 
 
 def nested_tapes(f, x, unconnected=tf.UnconnectedGradients.ZERO):
@@ -214,14 +215,27 @@ def test_unknown_exercise_and_language_are_errors_of_the_caller():
 
 
 def test_every_registered_check_is_listed():
-    assert "ch01-ex2" in exercises.exercise_ids()
-    assert all(isinstance(i, str) and i.startswith("ch") for i in exercises.exercise_ids())
+    # Each chapter's exercises with a check: the ids come from the registry, the answer names
+    # from the chapters' check calls (chapter_solutions), so a check that is lost or renamed fails here.
+    from chapter_solutions import reference_solutions
+    from tools.notebooks import ROOT
+    listed = {exercise: name for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
+              for exercise, _, name, _ in reference_solutions(md)}
+    assert exercises.exercise_ids() == sorted(listed)
+    assert {i: exercises.answer_name(i) for i in listed} == listed
 
 
-def test_numeric_reference_values_are_independent():
-    # The check's expectations are closed forms; confirm one against TensorFlow.
-    np.testing.assert_allclose(float(second_derivative(tf.tanh, 0.3)),
-                               -2 * np.tanh(0.3) * (1 - np.tanh(0.3) ** 2), rtol=1e-5)
+@pytest.mark.parametrize("case", ch01.CASES, ids=[case[0] for case in ch01.CASES])
+def test_numeric_reference_values_are_independent(case):
+    # Every row of the check's table: its closed-form f' and f'' against TensorFlow's own derivatives.
+    text, f, x, first, second = case
+    xt = tf.constant(x, tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = f(xt)
+    got_first = tape.gradient(y, xt, unconnected_gradients="zero")
+    np.testing.assert_allclose([float(got_first), float(nested_tapes(f, x))], [first, second], rtol=1e-5, atol=1e-6,
+                               err_msg=text)
 
 
 # -- ch01-ex3: the projected gradient-descent loop ------------------------------------

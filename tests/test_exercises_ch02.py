@@ -601,30 +601,3 @@ def test_wrong_mask_references_differ_from_the_right_one():
 
 
 # -- hostile answers, for every check ------------------------------------------------
-
-HOSTILE = [
-    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *a: None, "returned None"),
-    (lambda *a: tf.fill(tf.shape(a[0]), float("nan")), "NaN"),
-    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected"),
-    (lambda *a: "sign", "not a numeric tensor"),
-    (lambda *a: tf.ones(tf.shape(a[0]), tf.int32), "dtype int32"),
-    (lambda: 1.0, "raised TypeError"),
-    (42, "must be a function"),
-]
-
-
-@pytest.mark.parametrize("exercise_id", ["ch02-ex1", "ch02-ex2", "ch02-ex4"])
-@pytest.mark.parametrize("answer, fragment", HOSTILE)
-def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragment):
-    if exercise_id == "ch02-ex4" and fragment == "NaN":
-        answer = lambda *a: tf.constant(float("nan"))  # noqa: E731 (a scalar NaN loss)
-    feedback = exercises.check(exercise_id, answer)
-    assert not feedback.passed
-    assert fragment in feedback.message, feedback.message
-    zh = exercises.check(exercise_id, answer, lang="zh")
-    assert not zh.passed and zh.message != feedback.message
-
-
-def test_ids_are_registered():
-    assert {"ch02-ex1", "ch02-ex2", "ch02-ex4"} <= set(exercises.exercise_ids())

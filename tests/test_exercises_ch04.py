@@ -596,28 +596,6 @@ def test_ex3_references_are_independent():
     np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), [2.0, 0.5, 0.0, 2.0, np.sqrt(3.0)], rtol=1e-7)
 
 
-# -- every check: hostile answers get feedback, never an exception -------------------
-
-HOSTILE = [
-    (lambda *args: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *args: None, "returned None"),
-    (lambda *args: "text", "not a numeric tensor"),
-    (lambda *args: tf.zeros([2, 2]), "shape [2, 2]"),
-    (lambda *args: tf.constant(1), "dtype int32"),
-    (lambda: 0.0, "raised TypeError"),
-    (42, "must be a function"),
-]
-
-
-@pytest.mark.parametrize("exercise_id", ["ch04-ex1", "ch04-ex2", "ch04-ex3"])
-@pytest.mark.parametrize("answer, fragment", HOSTILE)
-def test_hostile_answers_get_feedback(exercise_id, answer, fragment):
-    feedback = exercises.check(exercise_id, answer)
-    assert not feedback.passed
-    assert fragment in feedback.message
-    assert not exercises.check(exercise_id, answer, lang="zh").passed
-
-
 @pytest.mark.parametrize("exercise_id, answer", [
     ("ch04-ex1", lambda x, bits: x * float("nan")),
     ("ch04-ex2", lambda a, b: a * float("nan")),
@@ -636,9 +614,3 @@ def test_grad_fn_that_raises_is_reported():
         return _stable_forward(a, b), grad_fn
     feedback = exercises.check("ch04-ex2", broken)
     assert feedback.message == "your code raised RuntimeError: backward exploded"
-
-
-def test_registered_ids():
-    ids = [i for i in exercises.exercise_ids() if i.startswith("ch04-")]
-    assert ids == ["ch04-ex1", "ch04-ex2", "ch04-ex3"]
-    assert [exercises.answer_name(i) for i in ids] == ["fake_quant", "logaddexp", "clip_gradient_rows"]

@@ -593,33 +593,6 @@ def test_ex3_the_wrong_gradients_differ_from_the_right_one():
             assert not np.allclose(wrong, right, atol=1e-4, rtol=1e-4), key
 
 
-# -- hostile answers, for every check ------------------------------------------------
-
-HOSTILE = [
-    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *a: None, "returned None"),
-    (lambda *a: tf.fill(tf.shape(a[0]), float("nan")), "NaN"),
-    (lambda *a: a[0] * float("nan"), "NaN"),
-    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected"),
-    (lambda *a: "sign", "not a numeric tensor"),
-    (lambda *a: tf.ones(tf.shape(a[0]), tf.int32), "dtype int32"),
-    (lambda *a: tf.cast(a[0] > 0, tf.bool), "dtype bool"),
-    (lambda: 1.0, "raised TypeError"),
-    (42, "must be a function"),
-    (None, "must be a function"),
-]
-
-
-@pytest.mark.parametrize("exercise_id", ["ch05-ex1", "ch05-ex2", "ch05-ex3"])
-@pytest.mark.parametrize("answer, fragment", HOSTILE)
-def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragment):
-    feedback = exercises.check(exercise_id, answer)
-    assert not feedback.passed
-    assert fragment in feedback.message, feedback.message
-    zh = exercises.check(exercise_id, answer, lang="zh")
-    assert not zh.passed and zh.message != feedback.message
-
-
 def test_a_grad_fn_returning_garbage_is_reported():
     def broken(x, clip):
         @tf.custom_gradient
@@ -629,10 +602,6 @@ def test_a_grad_fn_returning_garbage_is_reported():
 
     feedback = exercises.check("ch05-ex1", broken)
     assert not feedback.passed and "str, which is not a numeric tensor" in feedback.message
-
-
-def test_ids_are_registered():
-    assert {"ch05-ex1", "ch05-ex2", "ch05-ex3"} <= set(exercises.exercise_ids())
 
 
 def test_the_library_functions_are_restored_when_the_answer_raises():

@@ -562,42 +562,6 @@ def test_lambda_reference_matches_gradlib_and_tanh():
     np.testing.assert_allclose([ch06.lambda_reference(v) for v in p], np.tanh(5 * p), atol=1e-12)
 
 
-# -- hostile answers, for every check ------------------------------------------------
-
-HOSTILE = [
-    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *a: None, "returned None"),  # ex2 asks for a number, ex1/ex3 for a tensor
-    (lambda *a: a[0] * float("nan"), "NaN"),
-    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected"),
-    (lambda *a: "reverse", "not a numeric tensor"),
-    (lambda: 1.0, "raised TypeError"),
-    (42, "must be a function"),
-]
-HOSTILE_EX3 = [  # ex3's first argument is the model
-    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *a: None, "returned None"),
-    (lambda *a: tf.constant(float("nan")), "NaN"),
-    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected []"),
-    (lambda *a: "reverse", "not a numeric tensor"),
-    (lambda *a: a[0], "not a numeric tensor"),
-    (lambda *a: 1.5, "not a TensorFlow tensor"),
-    (lambda *a: tf.constant(1, tf.int32), "dtype int32"),
-    (lambda: 1.0, "raised TypeError"),
-    (42, "must be a function"),
-]
-
-
-@pytest.mark.parametrize("exercise_id, answer, fragment",
-                         [(e, a, f) for e in ("ch06-ex1", "ch06-ex2") for a, f in HOSTILE]
-                         + [("ch06-ex3", a, f) for a, f in HOSTILE_EX3])
-def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragment):
-    feedback = exercises.check(exercise_id, answer)
-    assert not feedback.passed
-    assert fragment in feedback.message, feedback.message
-    zh = exercises.check(exercise_id, answer, lang="zh")
-    assert not zh.passed and zh.message != feedback.message
-
-
 def test_integer_output_is_rejected():
     feedback = exercises.check("ch06-ex1", lambda x, lam: tf.ones(tf.shape(x), tf.int32))
     assert not feedback.passed and "dtype int32" in feedback.message
@@ -619,7 +583,3 @@ def test_repeated_checks_write_nothing_to_stderr(capfd):
     for _ in range(7):
         assert exercises.check("ch06-ex1", reverse_gradient).passed
     assert "retracing" not in capfd.readouterr().err
-
-
-def test_ids_are_registered():
-    assert {"ch06-ex1", "ch06-ex2", "ch06-ex3"} <= set(exercises.exercise_ids())

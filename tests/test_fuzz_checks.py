@@ -77,7 +77,7 @@ from chapter_solutions import reference_solutions
 LANGS = ("en", "zh")
 HANG_TIMEOUT = 0.15       # seconds given to check() for an answer that hangs
 TIMEOUT = 30.0            # for the others: only a check that hangs by itself reaches it
-SLACK = 2.0               # a hanging answer must be stopped within timeout + SLACK
+SLACK = 5.0               # a hanging answer must be stopped within timeout + SLACK (generous: a loaded 2-core CI box)
 MIN_CASES = 1000          # the fuzzer must have tried at least this many answers (x 2 languages)
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
 PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
@@ -556,10 +556,7 @@ def module_data() -> Dict[str, Any]:
 
 # -- the tests ------------------------------------------------------------------------------
 
-COUNTS: Dict[str, int] = {}          # exercise id -> hostile answers tried
-SECONDS: Dict[str, float] = {}
-
-
+@functools.lru_cache(maxsize=None)
 def reference_run(exercise_id: str):
     """Check the reference; return (number of calls the check made, seconds)."""
     reference = counting(REFERENCES[exercise_id])
@@ -573,23 +570,24 @@ def test_every_exercise_has_a_reference():
     assert set(REFERENCES) == set(exercises.exercise_ids())
 
 
-@pytest.mark.parametrize("exercise_id", exercises.exercise_ids())
-def test_hostile_answers_get_feedback(exercise_id):
-    started, handler = time.monotonic(), signal.getsignal(signal.SIGALRM)
+# Each hostile answer is checked in both languages: in the default run in one of them (alternating
+# from answer to answer), in the slow half (make test) in the other; together every answer in both.
+@pytest.mark.parametrize("exercise_id, half", [
+    pytest.param(exercise_id, half, marks=[pytest.mark.slow] if half else [], id=f"{exercise_id}-{LANGS[half]}-first")
+    for exercise_id in exercises.exercise_ids() for half in (0, 1)])
+def test_hostile_answers_get_feedback(exercise_id, half):
+    handler = signal.getsignal(signal.SIGALRM)
     calls, seconds = reference_run(exercise_id)
     before = module_data()
     cases = hostile_answers(exercise_id, REFERENCES[exercise_id], calls, seconds)
     problems = []
-    for case in cases:
-        for lang in LANGS:
-            problems += feedback_problems(exercise_id, case, lang)
+    for i, case in enumerate(cases):
+        problems += feedback_problems(exercise_id, case, LANGS[(i + half) % len(LANGS)])
     changed = sorted(key for key, value in module_data().items() if before.get(key) != value)
     problems += [f"{exercise_id}: an answer changed the check's data {key}" for key in changed]
     # the check still works after all that
     assert exercises.check(exercise_id, REFERENCES[exercise_id], timeout=TIMEOUT).passed
     assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-    COUNTS[exercise_id] = len(cases)
-    SECONDS[exercise_id] = time.monotonic() - started
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
 
 
@@ -615,7 +613,7 @@ def test_the_timeout_bounds_the_whole_check_not_each_call():
     started = time.monotonic()
     feedback = exercises.check("ch06-ex2", slow_dann_lambda, lang="zh", timeout=0.35)
     assert time.monotonic() - started < 0.35 + SLACK
-    assert not feedback and "0.35 秒内没有结束" in feedback.message
+    assert not feedback and feedback.key == "common.timeout" and "0.35" in feedback.message
     assert exercises.check("ch06-ex2", slow_dann_lambda, timeout=5)
     assert exercises.check("ch06-ex2", slow_dann_lambda, timeout=None)
 
@@ -626,7 +624,7 @@ def test_a_timer_set_by_someone_else_is_paused_and_restored():
     try:
         signal.setitimer(signal.ITIMER_REAL, 5.0)
         feedback = exercises.check("ch01-ex2", lambda f, x: hang_loop(()), timeout=0.2)
-        assert not feedback and "did not finish within 0.2 s" in feedback.message
+        assert not feedback and feedback.key == "common.timeout" and "0.2" in feedback.message
         left, _ = signal.getitimer(signal.ITIMER_REAL)
         assert 0 < left < 4.85 and not fired   # paused during the check's 0.2 s, not reset
         signal.setitimer(signal.ITIMER_REAL, 0.05)   # one that falls due during the check
@@ -706,15 +704,14 @@ def test_a_broken_check_is_caught(name, monkeypatch):
     assert feedback_problems("ch06-ex2", case, "zh") == []
 
 
-def test_zz_fuzz_summary(record_testsuite_property, capsys):
-    """Runs last in this file: prints and records how many cases ran."""
-    if set(COUNTS) != set(exercises.exercise_ids()):
-        pytest.skip("not every exercise was fuzzed in this run")
-    answers = sum(COUNTS.values())
+def test_fuzz_summary(record_testsuite_property, capsys):
+    """Prints and records how many hostile answers the fuzzer has (independent of the other tests)."""
+    counts = {exercise_id: len(hostile_answers(exercise_id, REFERENCES[exercise_id], *reference_run(exercise_id)))
+              for exercise_id in exercises.exercise_ids()}
+    answers = sum(counts.values())
     record_testsuite_property("fuzz_cases", answers * len(LANGS))
     with capsys.disabled():
-        slowest = max(SECONDS, key=SECONDS.get)
         print(f"\nfuzz cases: {answers} hostile answers x {len(LANGS)} languages = {answers * len(LANGS)} "
-              f"checks on {len(COUNTS)} exercises in {sum(SECONDS.values()):.1f} s "
-              f"(slowest {slowest}: {SECONDS[slowest]:.1f} s)")
+              f"checks on {len(counts)} exercises (half of them in the default run, all in make test)")
     assert answers >= MIN_CASES
+    assert min(counts.values()) >= 50, counts

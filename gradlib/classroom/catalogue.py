@@ -33,10 +33,10 @@ def catalogue(lang: str) -> Mapping[str, str]:
 class Text(str):
     """A message for the reader that remembers the catalogue key it came from.
 
-    Joining keeps a key: ``Text + str`` and ``str + Text`` keep the Text's key,
-    and of two Texts the left one's (a prefix such as "at x = 1: " is a plain
-    str, see :func:`fragment`), so the key of a composed message is the key of
-    its main sentence.
+    Concatenation keeps a key: ``Text + str`` and ``str + Text`` keep the
+    Text's key, and of two Texts the left one's (a prefix such as "at x = 1: "
+    is a plain str, see :func:`fragment`); :func:`join` gives a sentence the
+    key of its hint, which names the mistake.
     """
 
     key: Optional[str]
@@ -74,11 +74,14 @@ def fragment(key: str, lang: str, **values) -> str:
 def join(sentence: str, hint: str, lang: str) -> str:
     """Append a hint to a sentence: a space in English, nothing after a Chinese full stop.
 
-    The result keeps the sentence's key; an empty hint leaves the sentence as it is.
+    The hint names the mistake ("Because |x| > 1, the gradient must be
+    blocked"), so its key, when it has one, is the key of the result; else
+    the sentence's.  An empty hint leaves the sentence as it is.
     """
     if not hint:
         return sentence
-    return sentence + ("" if lang == "zh" else " ") + hint
+    joined = str(sentence) + ("" if lang == "zh" else " ") + str(hint)
+    return Text(joined, getattr(hint, "key", None) or getattr(sentence, "key", None))
 
 
 def seconds_text(value: float) -> str:
