@@ -247,6 +247,16 @@ def test_check_calls_are_parsed():
     assert grade.check_calls(source) == [{"exercise": "ch01-ex2", "answer": "second_derivative", "lang": "zh"}]
     assert grade.check_calls('exercises.check("ch02-ex1", lambda x: x)') == [
         {"exercise": "ch02-ex1", "answer": None, "lang": None}]
+    # the call's parts, not its spelling: a string that only looks like a call is not one
+    assert grade.check_calls('s = \'exercises.check("ch01-ex2", f, lang="en")\'') == []
+    assert grade.check_calls('gradlib.exercises.check(\n  "ch05-ex3" , answer=None, lang = "en")') == [
+        {"exercise": "ch05-ex3", "answer": None, "lang": "en"}]
+    # IPython magics are blanked; a cell that does not parse is read line by line
+    assert grade.check_calls('%timeit f(1)\n!ls\nexercises.check("ch01-ex3", train)') == [
+        {"exercise": "ch01-ex3", "answer": "train", "lang": None}]
+    broken = 'def f(x:\n    return x\ngradlib.exercises.check("ch02-ex2", scaled_gradient, lang="zh")'
+    assert grade.check_calls(broken) == [{"exercise": "ch02-ex2", "answer": "scaled_gradient", "lang": "zh"}]
+    assert grade.check_calls('def f(x:\nexercises.check("ch02-ex2",\n   f)') == []
 
 
 def test_a_notebook_without_exercises_gets_one_row(tmp_path):
@@ -254,7 +264,8 @@ def test_a_notebook_without_exercises_gets_one_row(tmp_path):
     nb.cells = [nbformat.v4.new_code_cell("print(1)")]
     path = write(nb, tmp_path / "empty.ipynb")
     rows = grade.grade([path], lang="zh")
-    assert [(r["status"], r["lang"], r["exercise"]) for r in rows] == [("no-exercises", "zh", "")]
+    assert [(r["status"], r["lang"], r["exercise"], r["key"]) for r in rows] == [
+        ("no-exercises", "zh", "", "grade.no_exercises")]
     assert rows[0]["feedback"].startswith("没有找到可自动检查的练习：笔记本中既没有检查单元格")
 
 
@@ -283,6 +294,6 @@ def test_grade_works_inside_a_running_event_loop(tmp_path):
         return grade.grade([broken])
 
     rows = asyncio.run(in_a_notebook_cell())
-    assert [(r["status"], r["passed"]) for r in rows] == [("invalid-notebook", 0)]
+    assert [(r["status"], r["passed"], r["key"]) for r in rows] == [("invalid-notebook", 0, "grade.invalid")]
     zh = grade.grade([broken], lang="zh")  # the reason is in the asked language too
     assert zh[0]["feedback"].startswith("不是有效的笔记本：不是合法的 JSON（")

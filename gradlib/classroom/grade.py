@@ -78,19 +78,16 @@ the checks.  Grade trusted submissions, or run the grader in a container.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
-import atexit
 import base64
 import concurrent.futures
 import csv
 import dataclasses
 import json
 import math
-import os
 import re
 import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -98,17 +95,13 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .catalogue import LANGUAGES, message, seconds_text
+from .catalogue import LANGUAGES, Text, message, seconds_text
 
 CHECK_TAG = "gradbook-check"
 COLUMNS = ["file", "chapter", "exercise", "answer", "lang", "status", "passed",
            "check_cell", "feedback", "notes"]
 
-# gradlib.exercises.check("ch01-ex2", second_derivative, lang="en")
-CHECK_CALL = re.compile(
-    r"""exercises\s*\.\s*check\(\s*(?P<q>['"])(?P<id>ch\d\d-ex\d+)(?P=q)"""
-    r"""\s*(?:,\s*(?P<name>[A-Za-z_]\w*)\s*(?=[,)]))?(?P<rest>[^)]*)\)""")
-LANG_ARG = re.compile(r"""\blang\s*=\s*(['"])(?P<lang>en|zh)\1""")
+EXERCISE_ID = re.compile(r"ch\d\d-ex\d+")
 EXERCISE_LABEL = re.compile(r"\b(?P<lang>en|zh)-(?P<id>ch\d\d-ex\d+)\b")
 CHAPTER_LABEL = re.compile(r"^\((?P<lang>en|zh)-(?P<chapter>ch\d\d)\)=\s*$", re.M)
 
@@ -125,13 +118,45 @@ def _msg(key: str, lang: str, **values) -> str:
 def check_calls(source: str) -> List[Dict[str, Optional[str]]]:
     """The ``exercises.check(...)`` calls in a code cell's source, in order:
     ``{"exercise": "ch01-ex2", "answer": "second_derivative", "lang": "en"}``
-    (``answer``/``lang`` None when not a plain name / not given)."""
+    (``answer``/``lang`` None when not a plain name / not given).
+
+    The source is parsed with :mod:`ast` (IPython's ``%magic`` and ``!shell``
+    lines blanked first).  A cell that still does not parse (the student's
+    syntax error) is read line by line: a check call that fits on one line is
+    found, one spread over several lines of a broken cell is not (the cell's
+    ``gradbook`` metadata still names its exercise, see :func:`inspect_notebook`).
+    """
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        trees = [ast.parse("\n".join(lines))]
+    except SyntaxError:
+        trees = []
+        for line in lines:
+            if "check(" in line:
+                try:
+                    trees.append(ast.parse(line.strip()))
+                except SyntaxError:
+                    continue
     calls = []
-    for match in CHECK_CALL.finditer(source):
-        lang = LANG_ARG.search(match.group("rest") or "")
-        calls.append({"exercise": match.group("id"), "answer": match.group("name"),
-                      "lang": lang.group("lang") if lang else None})
+    for tree in trees:
+        found = [node for node in ast.walk(tree) if _is_check_call(node)]
+        for node in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
+            answer = node.args[1].id if len(node.args) > 1 and isinstance(node.args[1], ast.Name) else None
+            lang = next((k.value.value for k in node.keywords if k.arg == "lang" and isinstance(k.value, ast.Constant)
+                         and k.value.value in LANGUAGES), None)
+            calls.append({"exercise": node.args[0].value, "answer": answer, "lang": lang})
     return calls
+
+
+def _is_check_call(node: ast.AST) -> bool:
+    """``<...>exercises.check("chNN-exK", ...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "check"):
+        return False
+    owner = node.func.value
+    name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else None
+    first = node.args[0] if node.args else None
+    return (name == "exercises" and isinstance(first, ast.Constant) and isinstance(first.value, str)
+            and EXERCISE_ID.fullmatch(first.value) is not None)
 
 
 def _text(source: Any) -> str:
@@ -215,7 +240,7 @@ def _gradbook_grade(exercise, names, lang, token):
             # --check-timeout bounds the check (the grader interrupts the kernel), not check()'s own limit
             feedback = gradlib.exercises.check(exercise, namespace[name], lang=lang, timeout=None)
             result.update(status="graded", answer=name, passed=feedback.passed is True,
-                          message=str(feedback.message))
+                          message=str(feedback.message), key=getattr(feedback, "key", None))
     except (Exception, SystemExit) as err:
         result.update(status="grader-error", message=f"{type(err).__name__}: {err}"[:500])
     payload = token + base64.b64encode(json.dumps(result).encode()).decode() + token
@@ -226,31 +251,6 @@ def _gradbook_grade(exercise, names, lang, token):
     return payload
 _gradbook_grade(%r, %r, %r, %r)
 '''
-
-_LIVE_KERNELS: set = set()  # kernel managers not yet shut down (killed at exit as a last resort)
-
-
-def _kill(km) -> None:
-    """SIGKILL a kernel's process group (the kernel and what it started)."""
-    provisioner = getattr(km, "provisioner", None)
-    pgid = getattr(provisioner, "pgid", None)
-    process = getattr(provisioner, "process", None)
-    try:
-        if pgid:
-            os.killpg(pgid, signal.SIGKILL)
-        elif process is not None:
-            process.kill()
-    except (OSError, AttributeError):
-        pass
-
-
-def _kill_left_over_kernels() -> None:
-    for km in list(_LIVE_KERNELS):
-        _kill(km)
-
-
-atexit.register(_kill_left_over_kernels)
-
 
 @dataclasses.dataclass
 class _Run:
@@ -265,14 +265,6 @@ class _Run:
     died: Optional[str] = None
     watchdog: Optional[float] = None
     failure: Optional[str] = None
-
-
-def _kernel_env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    env["MPLBACKEND"] = "Agg"
-    return env
 
 
 def _error_of(cell) -> Optional[str]:
@@ -310,31 +302,20 @@ def _payloads(cell, token: str) -> List[dict]:
 async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, List[str]], lang: str,
                         run: _Run, *, timeout: float, check_timeout: float, kernel_name: str,
                         startup_timeout: float) -> None:
+    """Run the notebook's cells in one fresh kernel (the book's runner, environment "grade"), then the checks."""
     import nbformat
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
+
+    from ..book.kernel import Kernel, kernel_env
 
     token = f"@@gradbook-{secrets.token_hex(8)}@@"
     with tempfile.TemporaryDirectory(prefix="gradbook-grade-") as workdir:
-        km = AsyncKernelManager(kernel_name=kernel_name)
-        client = NotebookClient(nb, km=km, allow_errors=True, interrupt_on_timeout=True,
-                                error_on_timeout={"ename": "Timeout", "evalue": "stopped by the grader",
-                                                  "traceback": []},
-                                iopub_timeout=5, record_timing=False, startup_timeout=int(startup_timeout))
-        _LIVE_KERNELS.add(km)
-        try:
-            # the kernel's own stdout/stderr (TensorFlow's C++ logs ...) would flood the terminal
-            await km.start_kernel(cwd=workdir, env=_kernel_env(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            kc = km.client()
-            client.kc = kc
-            kc.start_channels()
-            await kc.wait_for_ready(timeout=startup_timeout)
-            kc.allow_stdin = False
-
+        async with Kernel(nb, cwd=workdir, env=kernel_env("grade"), kernel_name=kernel_name,
+                          startup_timeout=startup_timeout, allow_errors=True, interrupt_on_timeout=True,
+                          error_on_timeout={"ename": "Timeout", "evalue": "stopped by the grader",
+                                            "traceback": []}) as kernel:
             deadline = time.monotonic() + timeout
-            code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+            code_cells = kernel.code_cells()
             for position, index in enumerate(code_cells):
                 remaining = deadline - time.monotonic()
                 cell = nb.cells[index]
@@ -342,9 +323,8 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                     run.timeout_cell, run.timeout_line = index + 1, _first_line(cell)
                     run.skipped = len(code_cells) - position - 1
                     break
-                client.timeout = max(1, math.ceil(remaining))
                 try:
-                    await client.async_execute_cell(cell, index, execution_count=position + 1)
+                    await kernel.run_cell(index, timeout=remaining, execution_count=position + 1)
                 except DeadKernelError:
                     run.died = _msg("in_cell", lang, cell=index + 1)
                     return
@@ -358,12 +338,10 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                                            error=error))
 
             for exercise in exercises_to_check:
-                cell = nbformat.v4.new_code_cell(GRADE_CELL % (exercise, names[exercise], lang, token))
-                nb.cells.append(cell)
-                client.timeout = max(1, math.ceil(check_timeout))
+                nb.cells.append(nbformat.v4.new_code_cell(GRADE_CELL % (exercise, names[exercise], lang, token)))
                 started = time.monotonic()
                 try:
-                    await client.async_execute_cell(cell, len(nb.cells) - 1)
+                    cell = await kernel.run_cell(len(nb.cells) - 1, timeout=check_timeout)
                 except DeadKernelError:
                     run.died = _msg("in_check", lang)
                     return
@@ -374,43 +352,17 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                     run.results[exercise] = {"exercise": exercise, "status": "timeout"}
                 else:
                     run.results[exercise] = {"exercise": exercise, "status": "no-result"}
-        finally:
-            await _shutdown(client, km)
-
-
-async def _shutdown(client, km) -> None:
-    """Stop the channels and kill the kernel (its whole process group)."""
-    try:
-        if getattr(client, "kc", None) is not None:
-            client.kc.stop_channels()
-    except Exception:
-        pass
-    try:
-        if km.has_kernel:
-            await asyncio.wait_for(km.shutdown_kernel(now=True), 20)
-    except Exception:
-        pass
-    if km.has_kernel:  # the shutdown failed: kill the process group by hand
-        _kill(km)
-    try:
-        await asyncio.wait_for(asyncio.shield(_cleanup(km)), 5)
-    except Exception:
-        pass
-    _LIVE_KERNELS.discard(km)
-
-
-async def _cleanup(km) -> None:
-    result = km.cleanup_resources()
-    if asyncio.iscoroutine(result):
-        await result
 
 
 # -- grading one file ----------------------------------------------------------
 
 def _row(file: str, lang: str, **values) -> Dict[str, Any]:
+    """A row: the :data:`COLUMNS`, plus ``key``, the catalogue key of its feedback (not written to the CSV)."""
     row = {column: "" for column in COLUMNS}
     row.update(file=file, lang=lang, passed=0)
     row.update(values)
+    row["key"] = getattr(row["feedback"], "key", None)
+    row["feedback"] = str(row["feedback"])
     return row
 
 
@@ -447,7 +399,7 @@ def _read(path: Path, lang: str = "en"):
 async def grade_file(path: Path, *, display: Optional[str] = None, timeout: float = 120,
                      check_timeout: float = 60, lang: str = "auto", kernel_name: str = "python3",
                      startup_timeout: float = 60) -> List[Dict[str, Any]]:
-    """Grade one submission; return its CSV rows (dicts keyed by :data:`COLUMNS`)."""
+    """Grade one submission; return its CSV rows (dicts keyed by :data:`COLUMNS`, plus ``key``: see :func:`_row`)."""
     from gradlib import exercises
 
     file = display if display is not None else str(path)
@@ -506,7 +458,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
                 row.update(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
         elif result["status"] == "graded":
             row.update(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
-                       feedback=result.get("message", ""))
+                       feedback=Text(result.get("message", ""), result.get("key")))
         elif result["status"] == "not-defined":
             if run.timeout_cell:
                 row.update(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
@@ -520,6 +472,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
             row.update(status="no-result", feedback=_msg("no_result", lang))
         else:
             row.update(status="grader-error", feedback=_msg("grader_error", lang, error=result.get("message", "?")))
+        row["key"] = getattr(row["feedback"], "key", None)  # the check's, or the grader's ("grade.not_defined")
         if not present:
             deleted = _msg("deleted", lang, exercise=exercise)
             if row["status"] == "graded":
@@ -527,6 +480,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
                     "deleted_graded", lang, name=row["answer"], message=row["feedback"])
             else:
                 row["feedback"] = deleted + ("; " if lang == "en" else "；") + row["feedback"]
+        row["feedback"] = str(row["feedback"])
         rows.append(row)
     return rows
 
