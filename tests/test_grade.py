@@ -3,7 +3,9 @@
 The submissions are built from the student edition of chapters 1 and 2,
 trimmed to the header, the setup cell and the exercise cells (the grader
 finds answers by name, so it grades a trimmed notebook like a whole one);
-all of them are graded in one call, two kernels at a time:
+all but the looping one are graded in one call, two kernels at a time (the
+looping one spends its whole budget, so it is graded on its own, in ``make
+test`` only: it is marked slow):
 
 * ch01, English: the reference solution pasted in;
 * ch01, Chinese: a typical wrong answer (the first derivative);
@@ -141,15 +143,13 @@ def children():
     return found
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("class")
-    paths = submissions(folder)
+def grade_class(folder, paths, jobs):
+    """Grade ``paths`` with ``python -m gradlib.grade``; the CSV's header and rows, and left-over processes."""
     out = folder / "grades.csv"
     before = children()
     code = grade.main([str(p) for p in paths.values()]
                       + ["--out", str(out), "--timeout", str(TIMEOUT), "--check-timeout", str(CHECK_TIMEOUT),
-                         "--jobs", "3"])
+                         "--jobs", str(jobs)])
     with out.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         header, rows = reader.fieldnames, list(reader)
@@ -158,6 +158,23 @@ def graded(tmp_path_factory):
         by_file.setdefault(Path(row["file"]).stem, []).append(row)
     return {"code": code, "header": header, "rows": rows, "by_file": by_file,
             "left_over": children() - before, "paths": paths}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The class without the notebook that loops (two kernels at a time)."""
+    folder = tmp_path_factory.mktemp("class")
+    paths = submissions(folder)
+    del paths["loop"]
+    return grade_class(folder, paths, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def graded_loop(tmp_path_factory):
+    """The notebook that loops forever: it spends its whole budget (TIMEOUT s), so it runs in make test only."""
+    folder = tmp_path_factory.mktemp("loop")
+    paths = {"loop": submissions(folder)["loop"]}
+    return grade_class(folder, paths, jobs=1)
 
 
 def one(graded, name, exercise=None):
@@ -209,8 +226,10 @@ def test_cells_that_raise_do_not_stop_the_grading(graded):
     assert "RuntimeError: not finished" in ex1["notes"] and ex1["notes"] == ex4["notes"]
 
 
-def test_a_notebook_that_loops_forever_is_stopped(graded):
-    ex1, ex2, ex4 = graded["by_file"]["loop"]
+@pytest.mark.slow
+def test_a_notebook_that_loops_forever_is_stopped(graded_loop):
+    assert graded_loop["code"] == 0 and graded_loop["left_over"] == set()
+    ex1, ex2, ex4 = graded_loop["by_file"]["loop"]
     assert all(r["status"] == "timeout" and r["passed"] == "0" for r in (ex1, ex2, ex4))
     assert ex1["feedback"] == f"the check of `clipped_identity_ste` did not finish within {CHECK_TIMEOUT} s: " \
                               "does it loop forever?"

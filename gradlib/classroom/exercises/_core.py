@@ -22,6 +22,22 @@ product of the reader's function, validated), :func:`first_mismatch` and
 (``gradlib/classroom/messages/en.json`` and ``zh.json``); a
 :class:`Mismatch` made from a catalogue message carries its key, and so does
 the :class:`Feedback`.
+
+Adding an exercise with an automatic check:
+
+1. the chapter pair (``chapters/en`` and ``chapters/zh``): the exercise, its
+   hidden reference solution and its check cell
+   ``gradlib.exercises.check("chNN-exK", answer_name, lang=...)``;
+2. the check in ``chNN.py``: a function ``check(answer, lang) -> str``
+   registered with ``@exercise("chNN-exK", answer="answer_name")`` that
+   probes the answer (:func:`probe`), compares with a NumPy reference
+   (:func:`first_mismatch`), raises :class:`Mismatch` with a catalogue
+   message on the first problem and returns the success message;
+3. its messages, under ``chNN.<name>``, in both catalogues (the same keys and
+   placeholders: ``tests/test_classroom_messages.py``);
+4. a row or two in ``tests/test_classroom_wrong_answers.py`` (a typical
+   mistake and the key it must get).  The fuzzer and the reference-solution
+   test pick the new exercise up by themselves.
 """
 
 from __future__ import annotations
