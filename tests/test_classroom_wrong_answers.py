@@ -106,10 +106,16 @@ def test_the_special_rows_name_real_cases():
     assert {e for e, *_ in CHAPTER} <= ids
 
 
-@pytest.mark.parametrize("exercise_id, answer, key", list(rows()))
-def test_a_wrong_answer_gets_its_message(exercise_id, answer, key):
+def expect_key(exercise_id, answer, key):
+    """``answer`` fails ``exercise_id`` with the message ``key``, in English and in Chinese
+    (the chapters' test modules use this for their own tables of mistakes)."""
     en = exercises.check(exercise_id, answer, lang="en")
     zh = exercises.check(exercise_id, answer, lang="zh")
     assert (en.passed, en.key) == (False, key), en.message
     assert (zh.passed, zh.key) == (False, key), zh.message
     assert en.message != zh.message
+
+
+@pytest.mark.parametrize("exercise_id, answer, key", list(rows()))
+def test_a_wrong_answer_gets_its_message(exercise_id, answer, key):
+    expect_key(exercise_id, answer, key)

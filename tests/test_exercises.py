@@ -182,25 +182,6 @@ def test_a_wrong_value_gets_the_generic_message():
     assert feedback.message == "for f(x) = x**3 at x = 1.5 your second derivative is 1; expected 9."
 
 
-@pytest.mark.parametrize(
-    "answer, fragment",
-    [
-        (lambda f, x: 1 / 0, "raised ZeroDivisionError"),
-        (lambda f, x: None, "returned None"),
-        (lambda f, x: float("nan"), "NaN"),
-        (lambda f, x: tf.zeros([2]), "shape [2]; expected []"),
-        (lambda f, x: "twelve", "not a numeric tensor"),
-        (lambda f, x: tf.constant(12), "dtype int32"),
-        (lambda: 12.0, "raised TypeError"),
-        (42, "must be a function"),
-    ],
-)
-def test_hostile_answers_get_feedback_not_exceptions(answer, fragment):
-    feedback = exercises.check("ch01-ex2", answer)
-    assert not feedback.passed
-    assert fragment in feedback.message
-
-
 def test_feedback_renders_for_notebooks():
     feedback = exercises.check("ch01-ex2", lambda f, x: None)
     assert feedback._repr_markdown_().startswith("❌ **ch01-ex2**")
