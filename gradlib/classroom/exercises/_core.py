@@ -49,7 +49,7 @@ import signal
 import sysconfig
 import threading
 import time
-from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -299,6 +299,116 @@ def value_mismatch(lang: str, where: str, x: Any, what: str, got: Any, expected:
     """The generic "{where}at x = ..: your value/gradient is ..; expected .." message."""
     return message("common.value", lang, where=where + fragment("common.at", lang, x=fmt(x)),
                    what=fragment("common." + what, lang), got=fmt(got), expected=fmt(expected))
+
+
+# -- checks as data: elementwise ops ----------------------------------------------------------
+
+Hook = Optional[Callable[..., str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Elementwise:
+    """The check of an elementwise op, as data: :func:`check_elementwise` runs it.
+
+    The answer is called as ``answer(x, *params)`` for each tuple in
+    ``params``, on ``points`` (kinks first) and on the points reshaped to each
+    of ``shapes`` (any shape must work), under a tape; its value and gradient
+    are compared with ``reference(x, *params) -> (value, local gradient)``, a
+    NumPy formula.  Then once more with a non-unit ``upstream`` gradient (a
+    ``grad_fn`` must multiply by dy): after every pass when ``upstream_each``,
+    else once, on ``points`` with the first ``params``.
+
+    Messages are catalogue keys or hooks that return a message ("" for none),
+    called with ``lang`` first and the current ``params`` tuple last:
+
+    * ``where(lang, params)``: the prefix naming the parameters ("with s = 0.5, ");
+    * ``forward_hint``: key appended to a wrong value's message;
+    * ``gradient_hint(lang, x, g, i, params)``: appended to a wrong gradient's
+      message (``x`` and ``g`` flat, ``i`` the first wrong point), e.g. keyed
+      by the region of ``x[i]``;
+    * ``all_zero(lang, where, params)``: the message for a gradient that is 0
+      everywhere (where the reference's is not);
+    * ``none_gradient(lang, where, params)``: the message for a None gradient;
+    * ``upstream_key``: the message of a wrong gradient with ``upstream`` (fields
+      prefix, dy, x, at, got, expected);
+    * ``diagnose(lang, x, y, g, params)``: runs when anything mismatches
+      (upstream ones) and names a typical wrong answer, replacing the generic
+      message; ``diagnose_nan(lang, x, y)`` likewise for a value with NaN/inf;
+      ``value_problem(lang, where, x, y, i, params)`` replaces the message of a
+      wrong value at ``i`` (e.g. sign(0)).
+    """
+
+    points: np.ndarray
+    reference: Callable[..., Tuple[np.ndarray, np.ndarray]]
+    upstream_key: str
+    params: Sequence[tuple] = ((),)
+    shapes: Sequence[Tuple[int, ...]] = ()
+    upstream: Optional[float] = 2.5
+    upstream_each: bool = False
+    where: Hook = None
+    forward_hint: Optional[str] = None
+    gradient_hint: Hook = None
+    all_zero: Hook = None
+    none_gradient: Hook = None
+    diagnose: Hook = None
+    diagnose_nan: Hook = None
+    value_problem: Hook = None
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+
+def check_elementwise(spec: Elementwise, answer: Callable, lang: str) -> List[np.ndarray]:
+    """Run an :class:`Elementwise` spec on the reader's ``answer``; raise :class:`Mismatch` on the first problem.
+
+    Returns the answer's values of the passes with upstream ones, in order.
+    """
+    values = []
+    for params in spec.params:
+        where = spec.where(lang, params) if spec.where else ""
+        shaped = [spec.points] + [spec.points[:int(np.prod(shape))].reshape(shape) for shape in spec.shapes]
+        for x in shaped:
+            values.append(_elementwise_pass(spec, answer, x, params, where, None, lang))
+            if spec.upstream is not None and spec.upstream_each:
+                _elementwise_pass(spec, answer, x, params, where, spec.upstream, lang)
+    if spec.upstream is not None and not spec.upstream_each:
+        params = spec.params[0]
+        where = spec.where(lang, params) if spec.where else ""
+        _elementwise_pass(spec, answer, spec.points, params, where, spec.upstream, lang)
+    return values
+
+
+def _elementwise_pass(spec: Elementwise, answer: Callable, x: np.ndarray, params: tuple, where: str,
+                      upstream: Optional[float], lang: str) -> np.ndarray:
+    value, local = spec.reference(x, *params)
+    dy = None if upstream is None else np.full(x.shape, upstream, x.dtype)
+    y, g, _ = probe(lambda v: answer(v, *params), x, upstream=dy, lang=lang, where=where,
+                    none_message=spec.none_gradient(lang, where, params) if spec.none_gradient else None,
+                    diagnose_nan=(lambda x_, y_: spec.diagnose_nan(lang, x_, y_)) if spec.diagnose_nan else None)
+    expected = local if dy is None else local * dy
+    tolerances = dict(rtol=spec.rtol, atol=spec.atol)
+    if (dy is None and spec.diagnose is not None
+            and not (matches(y, value, **tolerances) and matches(g, expected, **tolerances))):
+        problem = spec.diagnose(lang, x, y, g, params)
+        if problem:
+            raise Mismatch(where + problem)
+    flat_x, flat_y, flat_g = np.ravel(x), np.ravel(y), np.ravel(g)
+    i = first_mismatch(y, value, **tolerances)
+    if i is not None:
+        problem = spec.value_problem(lang, where, flat_x, flat_y, i, params) if spec.value_problem else ""
+        hint = message(spec.forward_hint, lang) if spec.forward_hint else ""
+        raise Mismatch(problem or join(value_mismatch(lang, where, flat_x[i], "forward", flat_y[i],
+                                                      np.ravel(value)[i]), hint, lang))
+    i = first_mismatch(g, expected, **tolerances)
+    if i is None:
+        return y
+    if dy is not None:
+        raise Mismatch(message(spec.upstream_key, lang, prefix=where, dy=fmt(upstream), x=fmt(flat_x[i]),
+                               at=f"x = {fmt(flat_x[i])}", got=fmt(flat_g[i]), expected=fmt(np.ravel(expected)[i])))
+    if spec.all_zero and not np.any(g) and np.any(expected):
+        raise Mismatch(spec.all_zero(lang, where, params))
+    hint = spec.gradient_hint(lang, flat_x, flat_g, i, params) if spec.gradient_hint else ""
+    raise Mismatch(join(value_mismatch(lang, where, flat_x[i], "gradient", flat_g[i], np.ravel(expected)[i]),
+                        hint, lang))
 
 
 def kink_and_random_points(kinks: Sequence[float], *, low: float = -3.0, high: float = 3.0,

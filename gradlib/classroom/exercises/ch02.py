@@ -26,74 +26,13 @@ solution is tested in ``tests/test_exercises_ch02.py``.)
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Mismatch, as_array, call, exercise, first_mismatch, fmt, fragment, join, kink_and_random_points,
-                    matches, message, probe, raised, require_tensor, to_array)
-
-# -- elementwise ops: value and vector-Jacobian product ----------------------
-
-def _compare_elementwise(answer: Callable, x: np.ndarray, value: np.ndarray, grad: np.ndarray, *,
-                         lang: str, prefix: str = "", forward_hint: str = "",
-                         gradient_hint: Callable[[float], str] = lambda x: "",
-                         all_zero_hint: str = "", none_message: str = "",
-                         diagnose: Optional[Callable[[np.ndarray, np.ndarray, np.ndarray], str]] = None,
-                         diagnose_nan: Optional[Callable[[np.ndarray, np.ndarray], str]] = None):
-    """Compare value and gradient (upstream ones) with the reference arrays; raise on the first mismatch.
-
-    ``diagnose(x, y, g)`` runs first when anything mismatches: it returns the
-    message for a recognised wrong answer, or "" to fall back on the generic
-    point-by-point messages; ``diagnose_nan(x, y)`` does the same for a value
-    with NaN or inf entries.  Returns the answer's value.
-    """
-    y, g, _ = probe(answer, x, lang=lang, where=prefix, none_message=none_message, diagnose_nan=diagnose_nan)
-    flat_x = np.ravel(x)
-    if diagnose is not None and (first_mismatch(y, value) is not None or first_mismatch(g, grad) is not None):
-        text = diagnose(x, y, g)
-        if text:
-            raise Mismatch(prefix + text)
-    _compare_values(y, value, x, lang=lang, prefix=prefix, hint=forward_hint)
-    i = first_mismatch(g, grad)
-    if i is not None:
-        if all_zero_hint and not np.any(g) and np.any(grad):
-            raise Mismatch(prefix + all_zero_hint)
-        text = message("common.value", lang, where=prefix + fragment("common.at", lang, x=fmt(flat_x[i])),
-                       what=fragment("common.gradient", lang), got=fmt(np.ravel(g)[i]),
-                       expected=fmt(np.ravel(grad)[i]))
-        raise Mismatch(join(text, gradient_hint(float(flat_x[i])), lang))
-    return y
-
-
-def _compare_values(y: np.ndarray, value: np.ndarray, x: np.ndarray, *, lang: str, prefix: str = "",
-                    hint: str = ""):
-    """The forward values must be the reference's; raise on the first mismatch."""
-    i = first_mismatch(y, value)
-    if i is not None:
-        text = message("common.value", lang, where=prefix + fragment("common.at", lang, x=fmt(np.ravel(x)[i])),
-                       what=fragment("common.forward", lang), got=fmt(np.ravel(y)[i]),
-                       expected=fmt(np.ravel(value)[i]))
-        raise Mismatch(join(text, hint, lang))
-
-
-def _compare_upstream(answer: Callable, x: np.ndarray, value: np.ndarray, local_grad: np.ndarray,
-                      upstream: float, *, lang: str, prefix: str = "", forward_hint: str = ""):
-    """The gradient must be the local derivative times a non-unit upstream gradient.
-
-    The value of this call is compared as well: every call of the answer counts.
-    """
-    dy = np.full(x.shape, upstream, dtype=x.dtype)
-    y, g, _ = probe(answer, x, upstream=dy, lang=lang, where=prefix)
-    _compare_values(y, value, x, lang=lang, prefix=prefix, hint=forward_hint)
-    expected = local_grad * dy
-    i = first_mismatch(g, expected)
-    if i is not None:
-        raise Mismatch(message("ch02.upstream", lang, prefix=prefix, dy=fmt(upstream),
-                               x=fmt(np.ravel(x)[i]), got=fmt(np.ravel(g)[i]),
-                               expected=fmt(np.ravel(expected)[i])))
-
+from ._core import (Elementwise, check_elementwise, Mismatch, as_array, call, exercise, fmt, fragment, kink_and_random_points,
+                    matches, message, raised, require_tensor, to_array)
 
 # -- ex1 and ex2 ask for the trick itself, not gradlib.straight_through --------------
 
@@ -199,24 +138,22 @@ def _diagnose_ste_nan(x, y, lang: str) -> str:
     return ""
 
 
+def _ste_gradient_hint(lang, x, g, i, params) -> str:
+    return message("ch02." + ("ste_inside" if abs(x[i]) <= 1 else "ste_outside"), lang)
+
+
+STE = Elementwise(
+    points=STE_POINTS, shapes=[(5, 6)], reference=lambda x: _ste_reference(x), upstream=2.5,
+    upstream_key="ch02.upstream", forward_hint="ch02.ste_forward", gradient_hint=_ste_gradient_hint,
+    all_zero=lambda lang, where, params: where + message("ch02.ste_all_zero", lang),
+    diagnose=lambda lang, x, y, g, params: _diagnose_ste(x, y, g, lang),
+    diagnose_nan=lambda lang, x, y: _diagnose_ste_nan(x, y, lang))
+
+
 @exercise("ch02-ex1", answer="clipped_identity_ste")
 @_without_straight_through
 def check_clipped_identity_ste(answer, lang):
-    def gradient_hint(x):
-        return message("ch02." + ("ste_inside" if abs(x) <= 1 else "ste_outside"), lang)
-
-    hints = dict(forward_hint=message("ch02.ste_forward", lang), gradient_hint=gradient_hint,
-                 all_zero_hint=message("ch02.ste_all_zero", lang),
-                 diagnose=lambda x, y, g: _diagnose_ste(x, y, g, lang),
-                 diagnose_nan=lambda x, y: _diagnose_ste_nan(x, y, lang))
-    value, grad = _ste_reference(STE_POINTS)
-    _compare_elementwise(answer, STE_POINTS, value, grad, lang=lang, **hints)
-    # any shape: a 2-D batch of the same points
-    square = STE_POINTS[:30].reshape(5, 6)
-    value, grad = _ste_reference(square)
-    _compare_elementwise(answer, square, value, grad, lang=lang, **hints)
-    _compare_upstream(answer, STE_POINTS, *_ste_reference(STE_POINTS), 2.5, lang=lang,
-                      forward_hint=hints["forward_hint"])
+    check_elementwise(STE, answer, lang)
     return message("ch02.ste_passed", lang, n=STE_POINTS.size)
 
 
@@ -243,24 +180,22 @@ def _bits_differ(y: np.ndarray, x: np.ndarray) -> int:
     return int(np.sum((y != x) | (np.signbit(y) != np.signbit(x))))
 
 
+SCALED = Elementwise(
+    points=SCALED_POINTS, params=[(s,) for s in SCALES], upstream=4.0, upstream_key="ch02.upstream",
+    reference=lambda x, s: (x.copy(), np.full_like(x, s)),
+    where=lambda lang, params: fragment("ch02.with_s", lang, s=fmt(params[0])),
+    forward_hint="ch02.scaled_forward",
+    gradient_hint=lambda lang, x, g, i, params: message("ch02.scaled_gradient", lang),
+    none_gradient=lambda lang, where, params: message("ch02.scaled_none", lang, where=where),
+    diagnose=lambda lang, x, y, g, params: _diagnose_scaled(x, y, g, params[0], lang))
+
+
 @exercise("ch02-ex2", answer="scaled_gradient")
 @_without_straight_through
 def check_scaled_gradient(answer, lang):
     x = SCALED_POINTS
-    inexact = []
-    for s in SCALES:
-        prefix = fragment("ch02.with_s", lang, s=fmt(s))
-        y = _compare_elementwise(lambda v, s=s: answer(v, s), x, x.copy(), np.full_like(x, s), lang=lang,
-                                 prefix=prefix, forward_hint=message("ch02.scaled_forward", lang),
-                                 gradient_hint=lambda _x: message("ch02.scaled_gradient", lang),
-                                 none_message=message("ch02.scaled_none", lang, where=prefix),
-                                 diagnose=lambda x_, y_, g_, s=s: _diagnose_scaled(x_, y_, g_, s, lang))
-        if _bits_differ(y, x):
-            inexact.append((s, _bits_differ(y, x)))
-    s = SCALES[0]
-    _compare_upstream(lambda v: answer(v, s), x, x.copy(), np.full_like(x, s), 4.0, lang=lang,
-                      prefix=fragment("ch02.with_s", lang, s=fmt(s)),
-                      forward_hint=message("ch02.scaled_forward", lang))
+    values = check_elementwise(SCALED, answer, lang)
+    inexact = [(s, _bits_differ(y, x)) for s, y in zip(SCALES, values) if _bits_differ(y, x)]
     passed = message("ch02.scaled_passed", lang, ss="{" + ", ".join(fmt(s) for s in SCALES) + "}")
     if not inexact:
         return passed + message("ch02.scaled_exact", lang)

@@ -51,8 +51,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Mismatch, exercise, first_mismatch, fmt, fragment, join, kink_and_random_points, message, probe,
-                    value_mismatch)
+from ._core import (Elementwise, check_elementwise, Mismatch, exercise, first_mismatch, fmt, fragment, join, kink_and_random_points, message, probe)
 
 # -- shared machinery ----------------------------------------------------------------
 
@@ -72,51 +71,6 @@ def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: np.ndarray, *, lang: s
     """The shared probe, with this chapter's message for a None gradient."""
     y, g, _ = probe(fn, x, upstream=upstream, lang=lang, where=prefix, none_message=_no_gradient(lang, prefix))
     return y, g
-
-
-def _check_elementwise(answer: Callable, x: np.ndarray, reference: Callable, *, lang: str, prefix: str,
-                       gradient_hint: Callable[[float], str],
-                       diagnose: Optional[Callable[[np.ndarray, np.ndarray], Optional[str]]] = None) -> None:
-    """Value (sign with sign(0) = +1) and gradient of an elementwise binarizer, point by point.
-
-    First with a unit upstream gradient (the local derivative), then with an
-    upstream gradient of 2.5 (a grad_fn must multiply by dy).  When the local
-    derivative is wrong, ``diagnose(x, gradient)`` may name the whole pattern
-    (a typical wrong answer); otherwise ``gradient_hint(x_i)`` explains the
-    expected value at the first wrong point.
-    """
-    value, local = reference(x)
-    flat_x = np.ravel(x)
-
-    def compare_values(y):
-        flat_y = np.ravel(y)
-        i = first_mismatch(y, value)
-        if i is not None:
-            if flat_x[i] == 0:
-                key = "sign_zero_negative" if flat_y[i] == -1 else "sign_zero"
-                raise Mismatch(message("ch05." + key, lang, prefix=prefix, got=fmt(flat_y[i])))
-            raise Mismatch(join(value_mismatch(lang, prefix, flat_x[i], "forward", flat_y[i],
-                                                np.ravel(value)[i]),
-                                 message("ch05.sign_forward", lang), lang))
-
-    y, g = _value_and_vjp(answer, x, np.ones_like(x), lang=lang, prefix=prefix)
-    compare_values(y)
-    i = first_mismatch(g, local)
-    if i is not None:
-        if not np.any(g) and np.any(local):
-            raise Mismatch(message("ch05.no_gradient", lang, prefix=prefix,
-                                   kind=fragment("ch05.zero_word", lang)))
-        text = value_mismatch(lang, prefix, flat_x[i], "gradient", np.ravel(g)[i], np.ravel(local)[i])
-        hint = diagnose(x, g) if diagnose is not None else None
-        raise Mismatch(join(text, hint or gradient_hint(float(flat_x[i])), lang))
-    dy = np.full(x.shape, 2.5, np.float32)
-    y, g = _value_and_vjp(answer, x, dy, lang=lang, prefix=prefix)
-    compare_values(y)  # every call of the answer counts
-    i = first_mismatch(g, local * dy)
-    if i is not None:
-        raise Mismatch(message("ch05.upstream", lang, prefix=prefix, dy=fmt(2.5),
-                               at=f"x = {fmt(np.ravel(x)[i])}", got=fmt(np.ravel(g)[i]),
-                               expected=fmt(np.ravel(local * dy)[i])))
 
 
 def _sign_pm1(x: np.ndarray) -> np.ndarray:
@@ -186,25 +140,37 @@ def check_binary_sign(answer, lang):
     return message("ch05.binary_passed", lang, clips=_listing(CLIPS, lang), n=SIGN_POINTS.size)
 
 
+def _sign_zero(lang, where, x, y, i, params) -> str:
+    """sign(0) must be +1 here: a wrong value at x = 0 gets its own message."""
+    if x[i] != 0:
+        return ""
+    return message("ch05." + ("sign_zero_negative" if y[i] == -1 else "sign_zero"), lang, prefix=where, got=fmt(y[i]))
+
+
+def _clip_hint(lang, x, g, i, params) -> str:
+    (clip,) = params
+    if np.allclose(g, 1.0, atol=1e-5):  # straight through everywhere: no clip
+        return message("ch05.plain_ste", lang)
+    if abs(x[i]) == clip:  # expected 1 at the boundary: the answer blocked it
+        return message("ch05.clip_boundary", lang)
+    key = "clip_blocked" if abs(x[i]) > clip else "clip_passes"
+    return message("ch05." + key, lang, ax=fmt(abs(x[i])), clip=fmt(clip))
+
+
+# Value (sign with sign(0) = +1) and gradient, for every clip, on the points and a 6 x 6 batch of them,
+# each time with upstream ones and then 2.5.
+BINARY_SIGN = Elementwise(
+    points=SIGN_POINTS, params=[(clip,) for clip in CLIPS], shapes=[(6, 6)], upstream=2.5, upstream_each=True,
+    reference=binary_sign_reference, upstream_key="ch05.upstream",
+    where=lambda lang, params: fragment("ch05.with_clip", lang, clip=fmt(params[0])),
+    forward_hint="ch05.sign_forward", value_problem=_sign_zero, gradient_hint=_clip_hint,
+    none_gradient=lambda lang, where, params: _no_gradient(lang, where),
+    all_zero=lambda lang, where, params: message("ch05.no_gradient", lang, prefix=where,
+                                                 kind=fragment("ch05.zero_word", lang)))
+
+
 def _check_binary_sign(answer, lang):
-    for clip in CLIPS:
-        prefix = fragment("ch05.with_clip", lang, clip=fmt(clip))
-
-        def hint(x, clip=clip):
-            if abs(x) == clip:  # expected 1 at the boundary: the answer blocked it
-                return message("ch05.clip_boundary", lang)
-            key = "clip_blocked" if abs(x) > clip else "clip_passes"
-            return message("ch05." + key, lang, ax=fmt(abs(x)), clip=fmt(clip))
-
-        def diagnose(x, g):
-            if np.allclose(g, 1.0, atol=1e-5):  # straight through everywhere: no clip
-                return message("ch05.plain_ste", lang)
-            return None
-
-        for x in (SIGN_POINTS, SIGN_POINTS[:36].reshape(6, 6)):
-            _check_elementwise(lambda v, clip=clip: answer(v, clip), x,
-                               lambda p, clip=clip: binary_sign_reference(p, clip),
-                               lang=lang, prefix=prefix, gradient_hint=hint, diagnose=diagnose)
+    check_elementwise(BINARY_SIGN, answer, lang)
 
 
 # -- ch05-ex2: dorefa_weights(w, bits) -------------------------------------------------
