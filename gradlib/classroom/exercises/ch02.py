@@ -31,8 +31,9 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Elementwise, check_elementwise, Mismatch, as_array, call, exercise, fmt, fragment, kink_and_random_points,
-                    matches, message, raised, require_tensor, to_array)
+from ._core import (Elementwise, Mismatch, as_array, call, check_elementwise, exercise, fmt, fragment,
+                    kink_and_random_points, matches, message, raised, require_tensor, to_array)
+
 
 # -- ex1 and ex2 ask for the trick itself, not gradlib.straight_through --------------
 

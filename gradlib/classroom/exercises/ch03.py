@@ -78,7 +78,6 @@ UPSTREAM_EX1 = np.concatenate([
 X_EX1 = np.random.default_rng(6).uniform(-2.5, 2.5, UPSTREAM_EX1.size).astype(np.float32)
 
 
-
 def _binds(fn, count: int) -> bool:
     """True when ``fn`` accepts ``count`` positional arguments (unknown: True)."""
     try:
@@ -214,7 +213,6 @@ def _upstream(shape, seed):
 
 
 CASES_EX2 = [(POINTS_EX2, _upstream(POINTS_EX2.shape, 7)), (MATRIX_EX2, _upstream(MATRIX_EX2.shape, 8))]
-
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from ...logs import captured_tf_warnings
 from ._core import (PROPAGATE, Mismatch, call, catalogue, describe, exercise, first_mismatch, fmt, fragment, join,
                     kink_and_random_points, matches, message, require_tensor, to_array)
 
+
 # -- helpers -------------------------------------------------------------------
 
 def _subject(lang, what=None, name=None):

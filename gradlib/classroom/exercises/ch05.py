@@ -51,7 +51,9 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Elementwise, check_elementwise, Mismatch, exercise, first_mismatch, fmt, fragment, join, kink_and_random_points, message, probe)
+from ._core import (Elementwise, Mismatch, check_elementwise, exercise, first_mismatch, fmt, fragment, join,
+                    kink_and_random_points, message, probe)
+
 
 # -- shared machinery ----------------------------------------------------------------
 

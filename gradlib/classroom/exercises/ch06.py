@@ -32,7 +32,8 @@ import tensorflow as tf
 
 from ...logs import captured_tf_warnings
 from ._core import (Mismatch, as_array, call, describe, exercise, first_mismatch, fmt, fragment, join,
-                    kink_and_random_points, message, probe, require_tensor, to_array)
+                    kink_and_random_points, message, probe, require_tensor, to_array,
+                    value_mismatch)
 
 
 def _exact(value) -> str:
@@ -91,8 +92,7 @@ def _compare_forward(y, x, *, lang: str, prefix: str):
     flat_x = np.ravel(x)
     i = _first_bad(y, x)
     if i is not None:
-        text = message("common.value", lang, where=prefix + fragment("common.at", lang, x=fmt(flat_x[i])),
-                       what=fragment("common.forward", lang), got=fmt(np.ravel(y)[i]), expected=fmt(flat_x[i]))
+        text = value_mismatch(lang, prefix, flat_x[i], "forward", np.ravel(y)[i], flat_x[i])
         raise Mismatch(join(text, message("ch06.forward_identity", lang), lang))
 
 
@@ -105,8 +105,7 @@ def _compare(answer, x, lam, lam_value: float, *, lang: str, prefix: str):
     i = _first_bad(g, expected)
     if i is not None:
         got = float(np.ravel(g)[i])
-        text = message("common.value", lang, where=prefix + fragment("common.at", lang, x=fmt(flat_x[i])),
-                       what=fragment("common.gradient", lang), got=fmt(got), expected=fmt(-lam_value))
+        text = value_mismatch(lang, prefix, flat_x[i], "gradient", got, -lam_value)
         raise Mismatch(join(text, _gradient_hint(got, lam_value, lang), lang))
     return y, lam_grad
 
