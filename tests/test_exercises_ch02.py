@@ -179,8 +179,7 @@ def test_ex1_strict_boundary_is_named():
 
     feedback = exercises.check("ch02-ex1", strict)
     assert not feedback.passed
-    assert feedback.message.startswith("at x = ±1 your gradient is 0; everywhere else it is right.")
-    assert "needs <=, not <" in feedback.message
+    assert feedback.key == "ch02.ste_boundary"
     assert "要用 <=，而不是 <" in exercises.check("ch02-ex1", strict, lang="zh").message
 
 
@@ -250,14 +249,14 @@ def test_gradlib_straight_through_is_named_and_restored(exercise_id, answer):
                                 "line. Write the trick yourself with tf.stop_gradient, as in "
                                 "g(x) + tf.stop_gradient(f(x) - g(x)).")
     zh = exercises.check(exercise_id, answer, lang="zh")
-    assert not zh.passed and zh.message.startswith("你的代码调用了 gradlib.straight_through")
+    assert not zh.passed and zh.key == "ch02.straight_through"
     assert gradlib.straight_through is original
 
 
 def test_straight_through_used_in_a_wrong_answer_is_still_named():
     # the wrong value (sign of the clip) is not what the reader needs to hear first
     feedback = exercises.check("ch02-ex1", lambda x: gradlib.straight_through(clip_unit)(x))
-    assert feedback.message.startswith("your code calls gradlib.straight_through")
+    assert feedback.key == "ch02.straight_through"
 
 
 # -- ch02-ex2 ---------------------------------------------------------------------
@@ -309,7 +308,7 @@ def test_ex2_stopping_x_itself_is_named():
     feedback = exercises.check("ch02-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, the gradient is None")
-    assert "(for example, s * tf.stop_gradient(x) stops x on every path)" in feedback.message
+    assert feedback.key == "ch02.scaled_none"
     assert "（例如 s * tf.stop_gradient(x) 会阻断 x 的每一条路径）" in exercises.check("ch02-ex2", answer,
                                                                                     lang="zh").message
 
@@ -320,7 +319,7 @@ def test_ex2_stopped_x_plus_scaled_x_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, your value is (1 + s)·x (at x = 1.5: 2.25; expected 1.5): "
                                        "tf.stop_gradient(x) + s * x gives the right gradient")
-    assert "The stopped term must be x - s·x" in feedback.message
+    assert feedback.key == "ch02.scaled_sum"
     zh = exercises.check("ch02-ex2", answer, lang="zh").message
     assert zh.startswith("当 s = 0.5 时，你的前向值是 (1 + s)·x") and "两个 s·x 在值里才会相互抵消" in zh
 
@@ -330,7 +329,7 @@ def test_ex2_swapped_roles_are_named():
     feedback = exercises.check("ch02-ex2", lambda x, s: x + tf.stop_gradient(s * x - x))
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, your value is s·x and your gradient is 1")
-    assert "the two roles are swapped" in feedback.message
+    assert feedback.key == "ch02.scaled_swapped"
 
 
 def test_ex2_identity_gradient_is_rejected_with_the_reason():
@@ -501,7 +500,7 @@ def test_ex4_reversed_mask_is_named():
 
     feedback = exercises.check("ch02-ex4", reversed_mask)
     assert not feedback.passed
-    assert "It is the loss with the mask reversed" in feedback.message
+    assert feedback.key == "ch02.td_mask_reversed"
     assert feedback.message.endswith("(1 - done, not done).")
     assert "掩码反了" in exercises.check("ch02-ex4", reversed_mask, lang="zh").message
 
@@ -513,7 +512,7 @@ def test_ex4_stopping_the_prediction_is_named():
                               ** 2)
 
     feedback = exercises.check("ch02-ex4", reversed_stop)
-    assert not feedback.passed and "stopped the prediction v(s) instead of the target" in feedback.message
+    assert not feedback.passed and feedback.key == "ch02.td_reversed"
     assert "你停止的是预测值 v(s)" in exercises.check("ch02-ex4", reversed_stop, lang="zh").message
 
 
@@ -533,7 +532,7 @@ def test_ex4_sum_instead_of_mean_is_named():
     feedback = exercises.check("ch02-ex4", summed)
     assert not feedback.passed
     assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is")
-    assert "5 times the expected" in feedback.message and "batch mean (tf.reduce_mean)" in feedback.message
+    assert "5 times the expected" in feedback.message and feedback.key == "ch02.td_sum"
     assert "批求和" in exercises.check("ch02-ex4", summed, lang="zh").message
 
 
@@ -542,7 +541,7 @@ def test_ex4_missing_half_is_named():
         return 2 * td_loss(*args)
 
     feedback = exercises.check("ch02-ex4", no_half)
-    assert not feedback.passed and "the factor 1/2 of" in feedback.message and "twice the expected" in feedback.message
+    assert not feedback.passed and feedback.key == "ch02.td_half" and feedback.key == "ch02.td_half"
     assert "因子 1/2 漏掉了" in exercises.check("ch02-ex4", no_half, lang="zh").message
 
 

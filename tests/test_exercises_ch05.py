@@ -172,7 +172,7 @@ def test_ex1_strict_boundary_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("with clip = 1, at x = 1: your gradient is 0; expected 1. "
                                        "At x = ±clip the gradient must still pass (1)")
-    assert "the boundary included" in feedback.message and "A strict |x| < clip blocks it" in feedback.message
+    assert "the boundary included" in feedback.message and feedback.key == "ch05.clip_boundary"
     zh = exercises.check("ch05-ex1", strict, lang="zh").message
     assert zh.startswith("当 clip = 1 时，在 x = 1 处，你的梯度为 0，应为 1。在 x = ±clip 处梯度仍应通过")
     assert "严格不等式 |x| < clip" in zh
@@ -367,7 +367,7 @@ def test_ex2_the_maximum_without_abs_is_named_with_an_unclipped_rounding_too():
 
     feedback = exercises.check("ch05-ex2", max_without_abs)
     assert not feedback.passed
-    assert "You divided by max(tanh w), without the absolute value." in feedback.message, feedback.message
+    assert feedback.key == "ch05.dorefa_max_sign", feedback.message
     assert "你除以的是不带绝对值的 max(tanh w)。" in exercises.check("ch05-ex2", max_without_abs, lang="zh").message
 
 
@@ -459,8 +459,7 @@ def test_ex3_the_full_product_rule_is_named():
         assert not feedback.passed
         # reported at a nonzero weight: at w = 0 TensorFlow adds no term through E
         assert feedback.message.startswith("at w[1] = 1: your gradient is ")
-        assert "Your gradient has every term of the product rule through E = mean|w|" in feedback.message
-        assert "The paper keeps only the terms with i = j" in feedback.message
+        assert feedback.key == "ch05.xnor_product_rule"
         zh = exercises.check("ch05-ex3", answer, lang="zh").message
         assert zh.startswith("在 w[1] = 1 处，你的梯度为 ") and "乘积法则的全部项" in zh and "只保留 i = j 的项" in zh
 
@@ -475,7 +474,7 @@ def test_ex3_the_trick_with_an_unstopped_scale_is_named():
     feedback = exercises.check("ch05-ex3", unstopped)
     assert not feedback.passed
     assert feedback.message.startswith("at w[1] = 1: your gradient is ")
-    assert "Your surrogate w/n + E·clip(w, -1, 1) is the right one, but E is not stopped in it" in feedback.message
+    assert feedback.key == "ch05.xnor_trick_unstopped"
     assert "其中的 E 没有停止梯度" in exercises.check("ch05-ex3", unstopped, lang="zh").message
 
 
@@ -484,7 +483,7 @@ def test_ex3_sign_over_n_is_named(sign):
     answer = xnor_with_backward(lambda dy, v, scale, n: dy * (sign(v) / n + scale * clipped(v)))
     feedback = exercises.check("ch05-ex3", answer)
     assert not feedback.passed
-    assert "Your term through the scale is sign(w_i)·ȳ_i/n." in feedback.message, feedback.message
+    assert feedback.key == "ch05.xnor_sign_over_n", feedback.message
     assert "这个因子都是 1/n" in exercises.check("ch05-ex3", answer, lang="zh").message
 
 
@@ -514,7 +513,7 @@ def test_ex3_the_identity_is_named():
 def test_ex3_the_stopped_scale_with_the_plain_estimator_is_named():
     answer = lambda w: tf.stop_gradient(mean_abs(w)) * gradlib.ste_sign(w)  # noqa: E731
     feedback = exercises.check("ch05-ex3", answer)
-    assert "Your gradient is E·ȳ: E stopped and the gradient straight through sign(w), unclipped." in feedback.message
+    assert feedback.key == "ch05.xnor_plain"
     assert "你的梯度是 E·ȳ" in exercises.check("ch05-ex3", answer, lang="zh").message
 
 
@@ -554,7 +553,7 @@ def test_ex3_sign_of_zero_is_named():
     assert "takes sign(0) = +1 (tf.sign(0) = 0 would be a third value)" in feedback.message
     strictly = xnor_with_backward(paper, forward=lambda v: tf.where(v > 0, 1.0, -1.0))
     feedback = exercises.check("ch05-ex3", strictly)
-    assert "use w >= 0, not w > 0" in feedback.message
+    assert feedback.key == "ch05.xnor_zero_negative"
     assert "请用 w >= 0，而不是 w > 0" in exercises.check("ch05-ex3", strictly, lang="zh").message
 
 

@@ -127,18 +127,17 @@ def test_ex1_custom_gradient_inside_a_tf_function_passes(answer, lang):
 def test_ex1_the_exact_trick_in_a_tf_function_is_still_refused():
     feedback = exercises.check("ch06-ex1", tf.function(grl_trick))
     assert not feedback.passed
-    assert feedback.message.startswith("your layer gives the right values and gradients, but without "
-                                       "tf.custom_gradient")
+    assert feedback.key == "ch06.no_custom"
 
 
 def test_ex1_trick_is_rejected_because_it_is_not_bit_exact():
     feedback = exercises.check("ch06-ex1", grl_trick_textbook)
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 0.5, at x = ")
-    assert "not exactly x" in feedback.message and "of 202 values do" in feedback.message
+    assert feedback.key == "ch06.not_exact" and "of 202 values do" in feedback.message
     assert "tf.identity(x)" in feedback.message
     zh = exercises.check("ch06-ex1", grl_trick_textbook, lang="zh")
-    assert zh.message.startswith("当 λ = 0.5 时，在 x = ") and "并不严格等于 x" in zh.message
+    assert zh.message.startswith("当 λ = 0.5 时，在 x = ") and zh.key == "ch06.not_exact"
 
 
 LIBRARY = "your code uses gradlib's own reversal (gradlib.gradient_reversal or the GradientReversal layer)"
@@ -155,7 +154,7 @@ def test_ex1_refuses_gradlibs_own_reversal(answer):
     feedback = exercises.check("ch06-ex1", answer)
     assert not feedback.passed and feedback.message.startswith(LIBRARY)
     zh = exercises.check("ch06-ex1", answer, lang="zh")
-    assert not zh.passed and zh.message.startswith("你的代码用了 gradlib 自带的反转层")
+    assert not zh.passed and zh.key == "ch06.library"
 
 
 def test_ex1_refusing_the_library_leaves_it_working():
@@ -171,11 +170,9 @@ def test_ex1_refusing_the_library_leaves_it_working():
 def test_ex1_the_exact_trick_is_told_to_use_custom_gradient():
     feedback = exercises.check("ch06-ex1", grl_trick)
     assert not feedback.passed
-    assert feedback.message.startswith("your layer gives the right values and gradients, but without "
-                                       "tf.custom_gradient (the stop_gradient trick, for example).")
-    assert "decorate reverse_gradient with @tf.custom_gradient" in feedback.message
+    assert feedback.key == "ch06.no_custom"
     zh = exercises.check("ch06-ex1", grl_trick, lang="zh")
-    assert zh.message.startswith("你的层给出的值和梯度都正确，但没有用 tf.custom_gradient")
+    assert zh.key == "ch06.no_custom"
 
 
 @pytest.mark.parametrize("answer", [gradient_for_lam, zero_for_lam])
@@ -198,7 +195,7 @@ def test_ex1_exactness_message_shows_all_digits():
 def test_ex1_missing_lambda_gradient_is_explained():
     feedback = exercises.check("ch06-ex1", one_gradient)
     assert not feedback.passed
-    assert "one gradient per input" in feedback.message and "None for lam" in feedback.message
+    assert "one gradient per input" in feedback.message and feedback.key == "ch06.gradient_count"
     assert "expected to return 2 gradients" in feedback.message
     assert "每个输入各返回一个梯度" in exercises.check("ch06-ex1", one_gradient, lang="zh").message
 
@@ -232,20 +229,20 @@ def test_ex1_identity_at_half_gets_the_not_reversed_hint():
     feedback = exercises.check("ch06-ex1", half_then_identity)
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 0.5, at x = 0: your gradient is 1; expected -0.5.")
-    assert "not reversed" in feedback.message
+    assert feedback.key == "ch06.grad_not_reversed"
 
 
 def test_ex1_ignoring_the_upstream_gradient_is_caught():
     feedback = exercises.check("ch06-ex1", ignores_upstream)
     assert not feedback.passed
-    assert "with an upstream gradient of" in feedback.message and "Multiply the upstream gradient dy by −λ" in feedback.message
+    assert "with an upstream gradient of" in feedback.message and feedback.key == "ch06.upstream"
     assert "上游梯度为" in exercises.check("ch06-ex1", ignores_upstream, lang="zh").message
 
 
 def test_ex1_numpy_inside_tf_function_is_explained():
     feedback = exercises.check("ch06-ex1", uses_numpy)
     assert not feedback.passed
-    assert "inside a tf.function" in feedback.message and "symbolic tensor" in feedback.message
+    assert "inside a tf.function" in feedback.message and feedback.key == "ch06.function_raised"
     assert "符号张量" in exercises.check("ch06-ex1", uses_numpy, lang="zh").message
 
 
@@ -253,7 +250,7 @@ def test_ex1_lambda_frozen_at_trace_time_is_explained():
     feedback = exercises.check("ch06-ex1", frozen_at_trace)
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 1.5 (a tf.Variable set by assign, inside a tf.function), at x = ")
-    assert "still uses an old λ" in feedback.message and "tf.get_static_value(lam)" in feedback.message
+    assert feedback.key == "ch06.function_stale" and feedback.key == "ch06.function_stale"
     assert "float(lam)" not in feedback.message  # AutoGraph makes float(lam) of a variable harmless
     assert "旧的 λ" in exercises.check("ch06-ex1", frozen_at_trace, lang="zh").message
 
@@ -421,7 +418,7 @@ def test_ex3_a_per_domain_average_is_named():
         return label_loss + domain_loss
 
     feedback = exercises.check("ch06-ex3", per_domain)
-    assert not feedback.passed and "average L_d differently from the colleague" in feedback.message, feedback.message
+    assert not feedback.passed and feedback.key == "ch06.not_combination", feedback.message
     assert "没有像同事那样求 L_d 的平均" in exercises.check("ch06-ex3", per_domain, lang="zh").message
 
 
