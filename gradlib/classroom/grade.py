@@ -218,6 +218,36 @@ def inspect_notebook(nb) -> NotebookInfo:
     return NotebookInfo(chapters, lang, checks)
 
 
+def _read(path: Path, lang: str = "en"):
+    """The notebook at ``path``, or a string saying (in ``lang``) why it is not one."""
+    import nbformat
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return _msg("not_utf8", lang)
+    except OSError as err:
+        return _msg("unreadable", lang, error=err.strerror or err)
+    try:
+        raw = json.loads(text)
+    except ValueError as err:
+        return _msg("not_json", lang, error=err)
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        return _msg("no_cells", lang)
+    try:
+        with warnings.catch_warnings():  # e.g. cells without ids: nbformat adds them
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+    except Exception as err:  # nbformat raises several kinds
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
+    for cell in nb.cells:
+        if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
+            return _msg("bad_cell", lang)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
 def chapter_exercises(chapters: Iterable[str]) -> List[str]:
     """The registered (auto-checked) exercise ids of these chapters, sorted."""
     from gradlib import exercises
@@ -354,47 +384,7 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                     run.results[exercise] = {"exercise": exercise, "status": "no-result"}
 
 
-# -- grading one file ----------------------------------------------------------
-
-def _row(file: str, lang: str, **values) -> Dict[str, Any]:
-    """A row: the :data:`COLUMNS`, plus ``key``, the catalogue key of its feedback (not written to the CSV)."""
-    row = {column: "" for column in COLUMNS}
-    row.update(file=file, lang=lang, passed=0)
-    row.update(values)
-    row["key"] = getattr(row["feedback"], "key", None)
-    row["feedback"] = str(row["feedback"])
-    return row
-
-
-def _read(path: Path, lang: str = "en"):
-    """The notebook at ``path``, or a string saying (in ``lang``) why it is not one."""
-    import nbformat
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return _msg("not_utf8", lang)
-    except OSError as err:
-        return _msg("unreadable", lang, error=err.strerror or err)
-    try:
-        raw = json.loads(text)
-    except ValueError as err:
-        return _msg("not_json", lang, error=err)
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        return _msg("no_cells", lang)
-    try:
-        with warnings.catch_warnings():  # e.g. cells without ids: nbformat adds them
-            warnings.simplefilter("ignore")
-            nb = nbformat.reads(text, as_version=4)
-    except Exception as err:  # nbformat raises several kinds
-        return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
-    for cell in nb.cells:
-        if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
-            return _msg("bad_cell", lang)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    return nb
-
+# -- grading one file ---------------------------------------------------------------
 
 async def grade_file(path: Path, *, display: Optional[str] = None, timeout: float = 120,
                      check_timeout: float = 60, lang: str = "auto", kernel_name: str = "python3",
@@ -434,6 +424,35 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
     except Exception as err:  # a kernel that cannot start, a broken channel ...
         run.failure = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
 
+    notes = _notes(run, lang, timeout)
+    rows = []
+    for exercise in expected:
+        name = names[exercise][0] if names[exercise] else ""
+        values = dict(chapter=exercise.split("-")[0], exercise=exercise, answer=name, notes=notes,
+                      check_cell="present" if exercise in info.checks else "deleted")
+        values.update(_outcome(run.results.get(exercise), run, name, lang, timeout, check_timeout))
+        row = _row(file, lang, **values)
+        if exercise not in info.checks:
+            _mark_deleted(row, exercise, lang)
+        rows.append(row)
+    return rows
+
+
+# -- the report: rows from what happened -------------------------------------------
+
+
+def _row(file: str, lang: str, **values) -> Dict[str, Any]:
+    """A row: the :data:`COLUMNS`, plus ``key``, the catalogue key of its feedback (not written to the CSV)."""
+    row = {column: "" for column in COLUMNS}
+    row.update(file=file, lang=lang, passed=0)
+    row.update(values)
+    row["key"] = getattr(row["feedback"], "key", None)
+    row["feedback"] = str(row["feedback"])
+    return row
+
+
+def _notes(run: _Run, lang: str, timeout: float) -> str:
+    """The notes column: what went wrong in the file as a whole."""
     notes = list(run.errors[:3])
     if len(run.errors) > 3:
         notes.append(_msg("more_errors", lang, count=len(run.errors) - 3))
@@ -442,47 +461,45 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
                           seconds=seconds_text(timeout), skipped=run.skipped))
     if run.died:
         notes.append(_msg("kernel_died", lang, where=run.died))
-    rows = []
-    for exercise in expected:
-        name = names[exercise][0] if names[exercise] else ""
-        result = run.results.get(exercise)
-        present = exercise in info.checks
-        row = _row(file, lang, chapter=exercise.split("-")[0], exercise=exercise, answer=name,
-                   check_cell="present" if present else "deleted", notes="; ".join(notes))
-        if result is None:
-            if run.watchdog is not None:
-                row.update(status="timeout", feedback=_msg("watchdog", lang, seconds=seconds_text(run.watchdog)))
-            elif run.died:
-                row.update(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
-            else:
-                row.update(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
-        elif result["status"] == "graded":
-            row.update(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
-                       feedback=Text(result.get("message", ""), result.get("key")))
-        elif result["status"] == "not-defined":
-            if run.timeout_cell:
-                row.update(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
-                                                          seconds=seconds_text(timeout), cell=run.timeout_cell))
-            else:
-                row.update(status="not-defined", feedback=_msg("not_defined", lang, name=name))
-        elif result["status"] == "timeout":
-            row.update(status="timeout", feedback=_msg("check_timeout", lang, name=name,
-                                                       seconds=seconds_text(check_timeout)))
-        elif result["status"] == "no-result":
-            row.update(status="no-result", feedback=_msg("no_result", lang))
-        else:
-            row.update(status="grader-error", feedback=_msg("grader_error", lang, error=result.get("message", "?")))
-        row["key"] = getattr(row["feedback"], "key", None)  # the check's, or the grader's ("grade.not_defined")
-        if not present:
-            deleted = _msg("deleted", lang, exercise=exercise)
-            if row["status"] == "graded":
-                row["feedback"] = deleted + ("; " if lang == "en" else "；") + _msg(
-                    "deleted_graded", lang, name=row["answer"], message=row["feedback"])
-            else:
-                row["feedback"] = deleted + ("; " if lang == "en" else "；") + row["feedback"]
-        row["feedback"] = str(row["feedback"])
-        rows.append(row)
-    return rows
+    return "; ".join(notes)
+
+
+def _outcome(result: Optional[Dict[str, Any]], run: _Run, name: str, lang: str, timeout: float,
+             check_timeout: float) -> Dict[str, Any]:
+    """Status, passed, answer and feedback of one exercise's row."""
+    if result is None:
+        if run.watchdog is not None:
+            return dict(status="timeout", feedback=_msg("watchdog", lang, seconds=seconds_text(run.watchdog)))
+        if run.died:
+            return dict(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
+        return dict(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
+    status = result["status"]
+    if status == "graded":
+        return dict(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
+                    feedback=Text(result.get("message", ""), result.get("key")))
+    if status == "not-defined" and run.timeout_cell:
+        return dict(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
+                                                    seconds=seconds_text(timeout), cell=run.timeout_cell))
+    if status == "not-defined":
+        return dict(status="not-defined", feedback=_msg("not_defined", lang, name=name))
+    if status == "timeout":
+        return dict(status="timeout", feedback=_msg("check_timeout", lang, name=name,
+                                                    seconds=seconds_text(check_timeout)))
+    if status == "no-result":
+        return dict(status="no-result", feedback=_msg("no_result", lang))
+    return dict(status="grader-error", feedback=_msg("grader_error", lang, error=result.get("message", "?")))
+
+
+def _mark_deleted(row: Dict[str, Any], exercise: str, lang: str) -> None:
+    """Say in the feedback that the exercise's check cell was deleted (the row's key stays the outcome's)."""
+    deleted = _msg("deleted", lang, exercise=exercise) + _msg("separator", lang)
+    if row["status"] == "graded":
+        row["feedback"] = deleted + _msg("deleted_graded", lang, name=row["answer"], message=row["feedback"])
+    else:
+        row["feedback"] = deleted + row["feedback"]
+
+
+# -- grading many files --------------------------------------------------------------
 
 
 async def grade_files(paths: Sequence, *, jobs: int = 1, progress=None, **options) -> List[Dict[str, Any]]:
