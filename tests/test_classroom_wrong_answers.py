@@ -10,12 +10,29 @@ but asserts only that the feedback is well-formed, so this table pins down
 message of their own.
 """
 
+import functools
+
 import gradlib
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from chapter_solutions import reference_solutions
 from gradlib import exercises
+from tools.notebooks import ROOT
+
+
+@functools.lru_cache(maxsize=None)
+def references():
+    """{exercise id: the chapter's reference solution}, from the English chapters."""
+    return {exercise: answer for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
+            for exercise, answer, _, _ in reference_solutions(md)}
+
+
+def reference(exercise_id):
+    """The chapter's own reference solution of ``exercise_id`` (English edition), read by chapter_solutions:
+    the tests use these, never copies of their own."""
+    return references()[exercise_id]
 
 # -- every check -----------------------------------------------------------------------------
 

@@ -14,15 +14,14 @@ import tensorflow as tf
 import gradlib
 from chapter_solutions import code_cells, solution_parts
 from gradlib import exercises
+from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch02
 from tools.notebooks import ROOT
 
 
 # -- reference solutions (as in the chapter) and variants -------------------------
 
-def clipped_identity_ste(x):
-    t = tf.clip_by_value(x, -1.0, 1.0)
-    return t + tf.stop_gradient(tf.sign(x) - t)
+clipped_identity_ste = reference("ch02-ex1")  # the chapter's own solution
 
 
 def clipped_identity_ste_min_max(x):  # hard tanh written with minimum/maximum
@@ -45,8 +44,7 @@ def clipped_identity_ste_exact(x):  # the chapter's solution: the bit-exact arra
     return tf.stop_gradient(tf.sign(x)) - (tf.stop_gradient(t) - t)
 
 
-def scaled_gradient(x, s):  # the chapter's solution: the bit-exact arrangement
-    return tf.stop_gradient(x) - (tf.stop_gradient(s * x) - s * x)
+scaled_gradient = reference("ch02-ex2")  # the chapter's own solution
 
 
 def scaled_gradient_textbook(x, s):  # g + sg(f - g): right, but rounds twice
@@ -57,11 +55,7 @@ def scale_gradient_muzero(x, s):  # the form of MuZero's pseudocode: rounds too
     return x * s + tf.stop_gradient(x) * (1 - s)
 
 
-def td_loss(w, phi, phi_next, reward, done, gamma):  # the chapter's solution
-    v = tf.linalg.matvec(phi, w)
-    v_next = tf.stop_gradient(tf.linalg.matvec(phi_next, w))
-    target = reward + gamma * tf.where(done > 0, 0.0, v_next)
-    return tf.reduce_mean(0.5 * (v - target) ** 2)
+td_loss = reference("ch02-ex4")  # the chapter's own solution
 
 
 def td_loss_multiply_no_nan(w, phi, phi_next, reward, done, gamma):  # a product that ignores 0 * NaN

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import gradlib
 from gradlib import exercises
+from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch05
 
 
@@ -21,9 +22,7 @@ def plus_minus_one(x):
 
 # -- reference solutions (as in the chapter) and variants -------------------------
 
-def binary_sign(x, clip):
-    t = tf.clip_by_value(x, -clip, clip)
-    return t + tf.stop_gradient(plus_minus_one(x) - t)
+binary_sign = reference("ch05-ex1")  # the chapter's own solution
 
 
 def binary_sign_custom(x, clip):
@@ -37,9 +36,7 @@ def binary_sign_gradlib(x, clip):
     return gradlib.ste_sign(x, clip=clip)
 
 
-def dorefa_weights(w, bits):
-    t = tf.tanh(w)
-    return 2 * gradlib.dorefa_quantize(t / (2 * tf.reduce_max(tf.abs(t))) + 0.5, bits) - 1
+dorefa_weights = reference("ch05-ex2")  # the chapter's own solution
 
 
 def dorefa_weights_by_hand(w, bits):  # the stop_gradient trick on the rounding, no gradlib
@@ -54,17 +51,7 @@ def dorefa_weights_stopped_max(w, bits):
     return 2 * gradlib.dorefa_quantize(t / (2 * tf.stop_gradient(tf.reduce_max(tf.abs(t)))) + 0.5, bits) - 1
 
 
-def xnor_paper(w):  # as in the chapter
-    scale = tf.reduce_mean(tf.abs(w))
-    n = tf.cast(tf.size(w), w.dtype)
-
-    @tf.custom_gradient
-    def binarize(v):
-        def grad(dy):
-            return dy * (1 / n + scale * tf.cast(tf.abs(v) <= 1, v.dtype))
-        return tf.where(v >= 0, 1.0, -1.0) * scale, grad
-
-    return binarize(w)
+xnor_paper = reference("ch05-ex3")  # the chapter's own solution
 
 
 def xnor_paper_by_the_trick(w):  # a surrogate whose Jacobian is the paper's diagonal

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import gradlib
 from gradlib import exercises
+from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch06
 
 
@@ -49,8 +50,7 @@ def _reversal_by(x, value):  # a reader's own reversal with a fixed factor (not 
     return op(x)
 
 
-def dann_lambda(p):
-    return 2.0 / (1.0 + np.exp(-10.0 * p)) - 1.0
+dann_lambda = reference("ch06-ex2")  # the chapter's own solution
 
 
 # -- typical wrong answers for ex1 / ex3 ----------------------------------------------
@@ -296,13 +296,7 @@ def dann_loss_variant(*, reverse=True, sign=1.0, scale=False, reverse_label=Fals
     return loss
 
 
-def dann_loss(model, x_source, y_source, x_target, lam):  # the chapter's solution
-    f_source, f_target = model.features(x_source), model.features(x_target)
-    label_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y_source, model.label(f_source)))
-    domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
-    both = gradlib.gradient_reversal(tf.concat([f_source, f_target], axis=0), lam)
-    domain_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(domains, model.domain(both)))
-    return label_loss + domain_loss
+dann_loss = reference("ch06-ex3")  # the chapter's own solution
 
 
 def dann_loss_by_hand(model, x_source, y_source, x_target, lam):
@@ -481,11 +475,11 @@ def test_ex3_references_match_tensorflow():
     ly, ld, grad_y, grad_d = ch06.loss_references()
     assert ly == pytest.approx(float(label_loss), rel=1e-5) and ld == pytest.approx(float(domain_loss), rel=1e-5)
     for name, variables in parts.items():
-        for loss, reference in ((label_loss, grad_y[name]), (domain_loss, grad_d[name])):
+        for loss, expected_grad in ((label_loss, grad_y[name]), (domain_loss, grad_d[name])):
             grads = tape.gradient(loss, variables)
             got = np.concatenate([np.zeros(v.shape.num_elements()) if g is None else np.ravel(g)
                                   for v, g in zip(variables, grads)])
-            np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(got, expected_grad, rtol=1e-4, atol=1e-6)
     assert np.linalg.norm(grad_d["features"]) > 1e-3 and np.linalg.norm(grad_y["features"]) > 1e-3
 
 

@@ -70,9 +70,8 @@ import tensorflow as tf
 
 from gradlib import exercises
 from gradlib.classroom.exercises import _core
-from tools.notebooks import ROOT
 
-from chapter_solutions import reference_solutions
+from test_classroom_wrong_answers import references
 
 LANGS = ("en", "zh")
 HANG_TIMEOUT = 0.15       # seconds given to check() for an answer that hangs
@@ -85,11 +84,7 @@ PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 # -- reference solutions: the chapters' own (English edition) ----------------------
 
-REFERENCES: Dict[str, Callable] = {
-    exercise: answer
-    for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
-    for exercise, answer, _, _ in reference_solutions(md)
-}
+REFERENCES: Dict[str, Callable] = references()
 
 
 # -- building blocks of hostile answers ----------------------------------------------
