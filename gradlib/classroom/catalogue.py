@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
+import types
 from typing import Mapping, Optional
 
 LANGUAGES = ("en", "zh")
@@ -23,11 +24,11 @@ CATALOGUE_DIR = pathlib.Path(__file__).resolve().parent / "messages"
 
 @functools.lru_cache(maxsize=None)
 def catalogue(lang: str) -> Mapping[str, str]:
-    """The message catalogue of ``lang`` ("en" or "zh"): key -> template."""
+    """The message catalogue of ``lang`` ("en" or "zh"): key -> template (read-only)."""
     if lang not in LANGUAGES:
         raise ValueError(f"`lang` must be one of {LANGUAGES}; got {lang!r}")
     with open(CATALOGUE_DIR / f"{lang}.json", encoding="utf-8") as handle:
-        return json.load(handle)
+        return types.MappingProxyType(json.load(handle))
 
 
 class Text(str):
