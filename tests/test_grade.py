@@ -29,8 +29,9 @@ import nbformat
 import pytest
 
 from gradlib import exercises, grade
+from gradlib.classroom.grade import CHECK_TAG
 from tools.notebooks import ROOT
-from tools.student_edition import CHECK_TAG, source_notebook, student_notebook
+from tools.student_edition import source_notebook, student_notebook
 
 TIMEOUT, CHECK_TIMEOUT = 40, 15   # the looping notebook spends both, so they stay short
 # The notebooks that finish get budgets they never come near, even on a loaded 2-core box.
