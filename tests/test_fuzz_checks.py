@@ -27,14 +27,17 @@ the id builds about 120 hostile answers (1779 in all at the time of writing):
   check meet hostile values too, and a check that ignores the result of one
   of its calls is caught.
 
-Each answer is checked in English and in Chinese: ``check`` must return a
+Each answer is checked in English and in Chinese (the default run checks
+each answer in one of the two, alternating; the half marked slow, run by
+``make test``, checks it in the other): ``check`` must return a
 Feedback (never raise), not passed, for the right exercise and language,
 with a non-empty message in that language (Chinese messages contain CJK
-characters, English ones do not), no unformatted ``{placeholder}``, not the
-"the check itself failed" message (an exception raised by the check's own
-code), no "your code raised" for an answer that raised nothing, the
-time-out message exactly for the answers that hang, and within the
-time-out.  The reference solutions (the chapters' own, read by
+characters, English ones do not) whose ``key`` is a catalogue key, no
+unformatted ``{placeholder}``, not the "the check itself failed" message
+(key ``common.check_failed``: an exception raised by the check's own code),
+no "your code raised" for an answer that raised nothing, the time-out
+message (``common.timeout``) exactly for the answers that hang, and within
+the time-out.  The reference solutions (the chapters' own, read by
 ``chapter_solutions.py``) must pass before and after.  The checks' module-level reference data must be unchanged
 afterwards.  ``feedback_problems`` is that assertion; it returns the problems
 instead of raising, and ``test_a_broken_check_is_caught`` shows that it
@@ -45,9 +48,9 @@ KeyboardInterrupt (the reader or the grader interrupting the kernel) and
 SystemExit (``sys.exit()`` in the reader's code);
 ``test_keyboard_interrupt_and_system_exit_propagate`` pins that down.
 
-The total number of cases is printed in the terminal summary at the end of
-the run (``fuzz cases: ...``) and recorded as the junit test-suite property
-``fuzz_cases``.
+``test_fuzz_summary`` prints the total number of cases (``fuzz cases: ...``)
+and records it as the junit test-suite property ``fuzz_cases``; it builds
+the cases itself, so it does not depend on the order of the tests.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from chapter_solutions import CHECK_LINE, code_cells, solution_parts
 
 from gradlib import exercises, grade
 from gradlib.classroom.grade import CHECK_TAG
@@ -36,18 +37,15 @@ from tools.student_edition import source_notebook, student_notebook
 TIMEOUT, CHECK_TIMEOUT = 40, 15   # the looping notebook spends both, so they stay short
 # The notebooks that finish get budgets they never come near, even on a loaded 2-core box.
 GENEROUS = dict(timeout=180, check_timeout=60)
-SOLUTION_RANGE = re.compile(r"^```\{solution-start\}.*?^```\{solution-end\}", re.M | re.S)
-CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.M | re.S)
-CHECK_LINE = re.compile(r"""^gradlib\.exercises\.check\(.*\)\s*$""", re.M)
 
 
 def reference_solution(lang, chapter_file, exercise):
     """The reference solution cell of ``exercise`` in the chapter source."""
     text = (ROOT / "chapters" / lang / chapter_file).read_text(encoding="utf-8")
-    for block in SOLUTION_RANGE.findall(text):
-        for code in CODE_CELL.findall(block):
-            if f'check("{exercise}"' in code:
-                return code.strip("\n")
+    solution, _ = solution_parts(text)
+    for code in code_cells("\n".join(solution)):
+        if f'check("{exercise}"' in code:
+            return code.strip("\n")
     raise LookupError(exercise)
 
 
@@ -108,6 +106,7 @@ def submissions(folder: Path):
     nb = trimmed_student_edition("en", ch01)
     nb.cells.remove(check_cell(nb, "ch01-ex2"))
     answer = CHECK_LINE.sub("", reference_solution("en", ch01, "ch01-ex2")).strip()
+    assert "check(" not in answer and "def second_derivative" in answer
     nb.cells.append(nbformat.v4.new_code_cell(answer))
     paths["deleted"] = write(nb, folder / "deleted.ipynb")
 
