@@ -42,14 +42,17 @@ Adding an exercise with an automatic check:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import importlib
 import math
 import os
 import signal
 import sysconfig
 import threading
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -299,6 +302,63 @@ def value_mismatch(lang: str, where: str, x: Any, what: str, got: Any, expected:
     """The generic "{where}at x = ..: your value/gradient is ..; expected .." message."""
     return message("common.value", lang, where=where + fragment("common.at", lang, x=fmt(x)),
                    what=fragment("common." + what, lang), got=fmt(got), expected=fmt(expected))
+
+
+# -- answers that must not use the library's own solution ---------------------------------------
+
+@contextlib.contextmanager
+def library_calls(names: Sequence[Tuple[str, str]]) -> Iterator[List[str]]:
+    """While the block runs, record calls of the library functions ``names`` ((module, attribute) pairs).
+
+    Each attribute is replaced, on its module, by a wrapper that appends
+    ``"module.attribute"`` to the yielded list and calls the original; the
+    originals are put back on exit, whatever happens (the check's time limit
+    included).  Only calls that look the function up on its module at call
+    time (``gradlib.ste_sign(x)``) are seen.
+    """
+    calls: List[str] = []
+    saved = []
+
+    def recorder(original, name):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+        return wrapper
+
+    try:
+        for module_name, attribute in names:
+            module = importlib.import_module(module_name)
+            original = getattr(module, attribute)
+            saved.append((module, attribute, original))
+            setattr(module, attribute, recorder(original, f"{module_name}.{attribute}"))
+        yield calls
+    finally:
+        for module, attribute, original in reversed(saved):
+            setattr(module, attribute, original)
+
+
+def refuse_library(check: Callable, answer: Any, lang: str, *, names: Sequence[Tuple[str, str]], key: str,
+                   made_by: Callable[[Any], bool] = lambda answer: False) -> str:
+    """``check(answer, lang)``, but an answer that is the library's solution (``made_by``) or calls
+    one of ``names`` while the check runs fails with the message ``key``, also when it fails otherwise."""
+    used = message(key, lang)
+    try:
+        made = bool(made_by(answer))
+    except Exception:  # a reader's object whose attributes raise: not the library's
+        made = False
+    if made:
+        raise Mismatch(used)
+    with library_calls(names) as calls:
+        try:
+            result = check(answer, lang)
+        except Mismatch:
+            if calls:
+                raise Mismatch(used) from None
+            raise
+    if calls:
+        raise Mismatch(used)
+    return result
 
 
 # -- checks as data: elementwise ops ----------------------------------------------------------

@@ -32,36 +32,10 @@ import numpy as np
 import tensorflow as tf
 
 from ._core import (Elementwise, Mismatch, as_array, call, check_elementwise, exercise, fmt, fragment,
-                    kink_and_random_points, matches, message, raised, require_tensor, to_array)
-
+                    kink_and_random_points, matches, message, raised, refuse_library,
+                    require_tensor, to_array)
 
 # -- ex1 and ex2 ask for the trick itself, not gradlib.straight_through --------------
-
-class _StraightThroughWatch:
-    """While the check runs, ``gradlib.straight_through`` notes that it was called.
-
-    The package attribute is replaced by a wrapper that records the call and
-    then does the same work, and is restored on exit, also when the check is
-    stopped by its time limit.
-    """
-
-    def __enter__(self) -> "_StraightThroughWatch":
-        import gradlib  # here, not at import time: gradlib imports this module
-
-        self.package, self.original, self.used = gradlib, gradlib.straight_through, False
-
-        @functools.wraps(self.original)
-        def watched(*args, **kwargs):
-            self.used = True
-            return self.original(*args, **kwargs)
-
-        gradlib.straight_through = watched
-        return self
-
-    def __exit__(self, *exc_info) -> bool:
-        self.package.straight_through = self.original
-        return False
-
 
 def _made_by_straight_through(answer) -> bool:
     """``answer`` is an op that ``gradlib.straight_through`` returned (made before the check ran)."""
@@ -76,19 +50,8 @@ def _without_straight_through(check: Callable) -> Callable:
     """Wrap a check: an answer that uses ``gradlib.straight_through`` fails with its own message."""
     @functools.wraps(check)
     def wrapped(answer, lang):
-        used = message("ch02.straight_through", lang)
-        if _made_by_straight_through(answer):
-            raise Mismatch(used)
-        with _StraightThroughWatch() as watch:
-            try:
-                result = check(answer, lang)
-            except Mismatch:
-                if watch.used:
-                    raise Mismatch(used) from None
-                raise
-        if watch.used:
-            raise Mismatch(used)
-        return result
+        return refuse_library(check, answer, lang, names=[("gradlib", "straight_through")],
+                              key="ch02.straight_through", made_by=_made_by_straight_through)
     return wrapped
 
 

@@ -34,7 +34,7 @@ recognise them.  Ex3 reports a wrong gradient at a nonzero weight first:
 at w = 0 TensorFlow's d|w|/dw is 0, which hides the product rule's coupling.
 
 Ex1 and ex2 ask the reader to write what the library already has: while
-such a check runs, :func:`_library_calls` wraps ``ste_sign`` and
+such a check runs, :func:`library_calls` (``_core``) wraps ``ste_sign`` and
 ``sign_with_surrogate`` on both ``gradlib`` and ``gradlib.ste`` (ex1), and
 ``gradlib.experiments.quantize_weights`` (ex2), as attributes of their
 modules, and an answer that calls one of them through its module is told
@@ -44,16 +44,13 @@ check (``from gradlib import ste_sign as s``) is not caught.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from ._core import (Elementwise, Mismatch, check_elementwise, exercise, first_mismatch, fmt, fragment, join,
-                    kink_and_random_points, message, probe)
-
+                    kink_and_random_points, library_calls, message, probe)
 
 # -- shared machinery ----------------------------------------------------------------
 
@@ -77,38 +74,6 @@ def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: np.ndarray, *, lang: s
 
 def _sign_pm1(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
-
-
-@contextlib.contextmanager
-def _library_calls(names: Sequence[Tuple[str, str]]) -> Iterator[List[str]]:
-    """While the block runs, record calls of the library functions ``names`` ((module, attribute) pairs).
-
-    Each attribute is replaced, on its module, by a wrapper that appends
-    ``"module.attribute"`` to the yielded list and calls the original; the
-    originals are put back on exit, whatever happens.  Only calls that look
-    the function up on its module at call time (``gradlib.ste_sign(x)``) are
-    seen.
-    """
-    calls: List[str] = []
-    saved = []
-
-    def recorder(original, name):
-        def wrapper(*args, **kwargs):
-            calls.append(name)
-            return original(*args, **kwargs)
-        wrapper.__doc__, wrapper.__name__ = original.__doc__, original.__name__
-        return wrapper
-
-    try:
-        for module_name, attribute in names:
-            module = importlib.import_module(module_name)
-            original = getattr(module, attribute)
-            saved.append((module, attribute, original))
-            setattr(module, attribute, recorder(original, f"{module_name}.{attribute}"))
-        yield calls
-    finally:
-        for module, attribute, original in reversed(saved):
-            setattr(module, attribute, original)
 
 
 def _refuse_library(calls: List[str], lang: str, allowed: str = "nothing_allowed") -> None:
@@ -136,7 +101,7 @@ EX1_LIBRARY = (("gradlib", "ste_sign"), ("gradlib", "sign_with_surrogate"),
 
 @exercise("ch05-ex1", answer="binary_sign")
 def check_binary_sign(answer, lang):
-    with _library_calls(EX1_LIBRARY) as calls:
+    with library_calls(EX1_LIBRARY) as calls:
         _check_binary_sign(answer, lang)
     _refuse_library(calls, lang)
     return message("ch05.binary_passed", lang, clips=_listing(CLIPS, lang), n=SIGN_POINTS.size)
@@ -270,7 +235,7 @@ EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"),)
 
 @exercise("ch05-ex2", answer="dorefa_weights")
 def check_dorefa_weights(answer, lang):
-    with _library_calls(EX2_LIBRARY) as calls:
+    with library_calls(EX2_LIBRARY) as calls:
         variants = _check_dorefa_weights(answer, lang)
     _refuse_library(calls, lang, "dorefa_allowed")
     variant = message("ch05.stopped_max", lang) if variants == {"stopped"} else ""

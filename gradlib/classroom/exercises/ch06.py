@@ -32,8 +32,8 @@ import tensorflow as tf
 
 from ...logs import captured_tf_warnings
 from ._core import (Mismatch, as_array, call, describe, exercise, first_mismatch, fmt, fragment, join,
-                    kink_and_random_points, message, probe, require_tensor, to_array,
-                    value_mismatch)
+                    kink_and_random_points, message, probe, refuse_library, require_tensor,
+                    to_array, value_mismatch)
 
 
 def _exact(value) -> str:
@@ -203,34 +203,6 @@ def _lams_text() -> str:
     return "{" + ", ".join(fmt(v) for v in LAMS) + "}"
 
 
-class _ReversalWatch:
-    """While the check runs, gradlib's own reversal notes that it was used.
-
-    ``gradlib.gradient_reversal`` and the ``GradientReversal`` layer both end in
-    ``gradlib.reversal._reverse``, however the reader imported them; that
-    module attribute is replaced by a wrapper that records the call and does
-    the same work, and is restored on exit, also when the check is stopped by
-    its time limit.
-    """
-
-    def __enter__(self) -> "_ReversalWatch":
-        from ... import reversal  # here, not at import time: gradlib imports this module
-
-        self.module, self.original, self.used = reversal, reversal._reverse, False
-        original = self.original
-
-        def watched(*args, **kwargs):
-            self.used = True
-            return original(*args, **kwargs)
-
-        reversal._reverse = watched
-        return self
-
-    def __exit__(self, *exc_info) -> bool:
-        self.module._reverse = self.original
-        return False
-
-
 def _is_library_reversal(answer) -> bool:
     """``answer`` is gradlib's reversal itself (the function or a GradientReversal layer)."""
     from ... import reversal
@@ -261,19 +233,9 @@ def _check_ex1(answer, lang: str) -> str:
 
 @exercise("ch06-ex1", answer="reverse_gradient")
 def check_reverse_gradient(answer, lang):
-    library = message("ch06.library", lang)
-    if _is_library_reversal(answer):
-        raise Mismatch(library)
-    with _ReversalWatch() as watch:
-        try:
-            result = _check_ex1(answer, lang)
-        except Mismatch:
-            if watch.used:
-                raise Mismatch(library) from None
-            raise
-    if watch.used:
-        raise Mismatch(library)
-    return result
+    # gradlib.gradient_reversal and the GradientReversal layer both end in gradlib.reversal._reverse
+    return refuse_library(_check_ex1, answer, lang, names=[("gradlib.reversal", "_reverse")], key="ch06.library",
+                          made_by=_is_library_reversal)
 
 
 # -- ex3: the colleague's DANN loss, fixed ------------------------------------------------
