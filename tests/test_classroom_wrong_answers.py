@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from chapter_solutions import reference_solutions
 from gradlib import exercises
+from gradlib.classroom.catalogue import catalogue
 from tools.notebooks import ROOT
 
 
@@ -136,3 +137,11 @@ def expect_key(exercise_id, answer, key):
 @pytest.mark.parametrize("exercise_id, answer, key", list(rows()))
 def test_a_wrong_answer_gets_its_message(exercise_id, answer, key):
     expect_key(exercise_id, answer, key)
+
+
+@pytest.mark.parametrize("exercise_id", exercises.exercise_ids())
+def test_a_correct_answer_gets_its_chapters_success_message(exercise_id):
+    for lang in ("en", "zh"):
+        feedback = exercises.check(exercise_id, reference(exercise_id), lang=lang)
+        assert feedback.passed and feedback.key in catalogue(lang), feedback
+        assert feedback.key.startswith(exercise_id[:4]) and "passed" in feedback.key, feedback.key
