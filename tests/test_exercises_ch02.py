@@ -14,15 +14,14 @@ import tensorflow as tf
 import gradlib
 from chapter_solutions import code_cells, solution_parts
 from gradlib import exercises
+from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch02
 from tools.notebooks import ROOT
 
 
 # -- reference solutions (as in the chapter) and variants -------------------------
 
-def clipped_identity_ste(x):
-    t = tf.clip_by_value(x, -1.0, 1.0)
-    return t + tf.stop_gradient(tf.sign(x) - t)
+clipped_identity_ste = reference("ch02-ex1")  # the chapter's own solution
 
 
 def clipped_identity_ste_min_max(x):  # hard tanh written with minimum/maximum
@@ -45,8 +44,7 @@ def clipped_identity_ste_exact(x):  # the chapter's solution: the bit-exact arra
     return tf.stop_gradient(tf.sign(x)) - (tf.stop_gradient(t) - t)
 
 
-def scaled_gradient(x, s):  # the chapter's solution: the bit-exact arrangement
-    return tf.stop_gradient(x) - (tf.stop_gradient(s * x) - s * x)
+scaled_gradient = reference("ch02-ex2")  # the chapter's own solution
 
 
 def scaled_gradient_textbook(x, s):  # g + sg(f - g): right, but rounds twice
@@ -57,11 +55,7 @@ def scale_gradient_muzero(x, s):  # the form of MuZero's pseudocode: rounds too
     return x * s + tf.stop_gradient(x) * (1 - s)
 
 
-def td_loss(w, phi, phi_next, reward, done, gamma):  # the chapter's solution
-    v = tf.linalg.matvec(phi, w)
-    v_next = tf.stop_gradient(tf.linalg.matvec(phi_next, w))
-    target = reward + gamma * tf.where(done > 0, 0.0, v_next)
-    return tf.reduce_mean(0.5 * (v - target) ** 2)
+td_loss = reference("ch02-ex4")  # the chapter's own solution
 
 
 def td_loss_multiply_no_nan(w, phi, phi_next, reward, done, gamma):  # a product that ignores 0 * NaN
@@ -179,8 +173,7 @@ def test_ex1_strict_boundary_is_named():
 
     feedback = exercises.check("ch02-ex1", strict)
     assert not feedback.passed
-    assert feedback.message.startswith("at x = ±1 your gradient is 0; everywhere else it is right.")
-    assert "needs <=, not <" in feedback.message
+    assert feedback.key == "ch02.ste_boundary"
     assert "要用 <=，而不是 <" in exercises.check("ch02-ex1", strict, lang="zh").message
 
 
@@ -250,14 +243,14 @@ def test_gradlib_straight_through_is_named_and_restored(exercise_id, answer):
                                 "line. Write the trick yourself with tf.stop_gradient, as in "
                                 "g(x) + tf.stop_gradient(f(x) - g(x)).")
     zh = exercises.check(exercise_id, answer, lang="zh")
-    assert not zh.passed and zh.message.startswith("你的代码调用了 gradlib.straight_through")
+    assert not zh.passed and zh.key == "ch02.straight_through"
     assert gradlib.straight_through is original
 
 
 def test_straight_through_used_in_a_wrong_answer_is_still_named():
     # the wrong value (sign of the clip) is not what the reader needs to hear first
     feedback = exercises.check("ch02-ex1", lambda x: gradlib.straight_through(clip_unit)(x))
-    assert feedback.message.startswith("your code calls gradlib.straight_through")
+    assert feedback.key == "ch02.straight_through"
 
 
 # -- ch02-ex2 ---------------------------------------------------------------------
@@ -309,7 +302,7 @@ def test_ex2_stopping_x_itself_is_named():
     feedback = exercises.check("ch02-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, the gradient is None")
-    assert "(for example, s * tf.stop_gradient(x) stops x on every path)" in feedback.message
+    assert feedback.key == "ch02.scaled_none"
     assert "（例如 s * tf.stop_gradient(x) 会阻断 x 的每一条路径）" in exercises.check("ch02-ex2", answer,
                                                                                     lang="zh").message
 
@@ -320,7 +313,7 @@ def test_ex2_stopped_x_plus_scaled_x_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, your value is (1 + s)·x (at x = 1.5: 2.25; expected 1.5): "
                                        "tf.stop_gradient(x) + s * x gives the right gradient")
-    assert "The stopped term must be x - s·x" in feedback.message
+    assert feedback.key == "ch02.scaled_sum"
     zh = exercises.check("ch02-ex2", answer, lang="zh").message
     assert zh.startswith("当 s = 0.5 时，你的前向值是 (1 + s)·x") and "两个 s·x 在值里才会相互抵消" in zh
 
@@ -330,7 +323,7 @@ def test_ex2_swapped_roles_are_named():
     feedback = exercises.check("ch02-ex2", lambda x, s: x + tf.stop_gradient(s * x - x))
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, your value is s·x and your gradient is 1")
-    assert "the two roles are swapped" in feedback.message
+    assert feedback.key == "ch02.scaled_swapped"
 
 
 def test_ex2_identity_gradient_is_rejected_with_the_reason():
@@ -501,7 +494,7 @@ def test_ex4_reversed_mask_is_named():
 
     feedback = exercises.check("ch02-ex4", reversed_mask)
     assert not feedback.passed
-    assert "It is the loss with the mask reversed" in feedback.message
+    assert feedback.key == "ch02.td_mask_reversed"
     assert feedback.message.endswith("(1 - done, not done).")
     assert "掩码反了" in exercises.check("ch02-ex4", reversed_mask, lang="zh").message
 
@@ -513,7 +506,7 @@ def test_ex4_stopping_the_prediction_is_named():
                               ** 2)
 
     feedback = exercises.check("ch02-ex4", reversed_stop)
-    assert not feedback.passed and "stopped the prediction v(s) instead of the target" in feedback.message
+    assert not feedback.passed and feedback.key == "ch02.td_reversed"
     assert "你停止的是预测值 v(s)" in exercises.check("ch02-ex4", reversed_stop, lang="zh").message
 
 
@@ -533,7 +526,7 @@ def test_ex4_sum_instead_of_mean_is_named():
     feedback = exercises.check("ch02-ex4", summed)
     assert not feedback.passed
     assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is")
-    assert "5 times the expected" in feedback.message and "batch mean (tf.reduce_mean)" in feedback.message
+    assert "5 times the expected" in feedback.message and feedback.key == "ch02.td_sum"
     assert "批求和" in exercises.check("ch02-ex4", summed, lang="zh").message
 
 
@@ -542,7 +535,7 @@ def test_ex4_missing_half_is_named():
         return 2 * td_loss(*args)
 
     feedback = exercises.check("ch02-ex4", no_half)
-    assert not feedback.passed and "the factor 1/2 of" in feedback.message and "twice the expected" in feedback.message
+    assert not feedback.passed and feedback.key == "ch02.td_half" and feedback.key == "ch02.td_half"
     assert "因子 1/2 漏掉了" in exercises.check("ch02-ex4", no_half, lang="zh").message
 
 
@@ -601,43 +594,3 @@ def test_wrong_mask_references_differ_from_the_right_one():
 
 
 # -- hostile answers, for every check ------------------------------------------------
-
-HOSTILE = [
-    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
-    (lambda *a: None, "returned None"),
-    (lambda *a: tf.fill(tf.shape(a[0]), float("nan")), "NaN"),
-    (lambda *a: tf.zeros([7, 7]), "shape [7, 7]; expected"),
-    (lambda *a: "sign", "not a numeric tensor"),
-    (lambda *a: tf.ones(tf.shape(a[0]), tf.int32), "dtype int32"),
-    (lambda: 1.0, "raised TypeError"),
-    (42, "must be a function"),
-]
-
-
-@pytest.mark.parametrize("exercise_id", ["ch02-ex1", "ch02-ex2", "ch02-ex4"])
-@pytest.mark.parametrize("answer, fragment", HOSTILE)
-def test_hostile_answers_get_feedback_not_exceptions(exercise_id, answer, fragment):
-    if exercise_id == "ch02-ex4" and fragment == "NaN":
-        answer = lambda *a: tf.constant(float("nan"))  # noqa: E731 (a scalar NaN loss)
-    feedback = exercises.check(exercise_id, answer)
-    assert not feedback.passed
-    assert fragment in feedback.message, feedback.message
-    zh = exercises.check(exercise_id, answer, lang="zh")
-    assert not zh.passed and zh.message != feedback.message
-
-
-def test_ids_are_registered():
-    assert {"ch02-ex1", "ch02-ex2", "ch02-ex4"} <= set(exercises.exercise_ids())
-
-
-def test_every_message_has_both_languages():
-    for key, texts in ch02.MESSAGES.items():
-        assert set(texts) == {"en", "zh"}, key
-
-
-def test_chinese_feedback_says_blocked_not_clipped():
-    # 阻断 = block a gradient; 截断 = clip (the glossary's terms)
-    assert "阻断" in ch02.MESSAGES["ste_outside"]["zh"]
-    for key, texts in ch02.MESSAGES.items():
-        if "blocked" in texts["en"]:
-            assert "截断" not in texts["zh"], key

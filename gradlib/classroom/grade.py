@@ -78,19 +78,16 @@ the checks.  Grade trusted submissions, or run the grader in a container.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
-import atexit
 import base64
 import concurrent.futures
 import csv
 import dataclasses
 import json
 import math
-import os
 import re
 import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -98,79 +95,68 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from .catalogue import LANGUAGES, Text, message, seconds_text
+
 CHECK_TAG = "gradbook-check"
-LANGUAGES = ("en", "zh")
 COLUMNS = ["file", "chapter", "exercise", "answer", "lang", "status", "passed",
            "check_cell", "feedback", "notes"]
 
-# gradlib.exercises.check("ch01-ex2", second_derivative, lang="en")
-CHECK_CALL = re.compile(
-    r"""exercises\s*\.\s*check\(\s*(?P<q>['"])(?P<id>ch\d\d-ex\d+)(?P=q)"""
-    r"""\s*(?:,\s*(?P<name>[A-Za-z_]\w*)\s*(?=[,)]))?(?P<rest>[^)]*)\)""")
-LANG_ARG = re.compile(r"""\blang\s*=\s*(['"])(?P<lang>en|zh)\1""")
+EXERCISE_ID = re.compile(r"ch\d\d-ex\d+")
 EXERCISE_LABEL = re.compile(r"\b(?P<lang>en|zh)-(?P<id>ch\d\d-ex\d+)\b")
 CHAPTER_LABEL = re.compile(r"^\((?P<lang>en|zh)-(?P<chapter>ch\d\d)\)=\s*$", re.M)
 
-MESSAGES = {
-    "file_not_found": {"en": "file not found", "zh": "文件不存在"},
-    "invalid": {"en": "not a valid notebook: {error}", "zh": "不是有效的笔记本：{error}"},
-    "not_utf8": {"en": "not UTF-8 text", "zh": "不是 UTF-8 文本"},
-    "unreadable": {"en": "cannot read it ({error})", "zh": "无法读取（{error}）"},
-    "not_json": {"en": "not valid JSON ({error})", "zh": "不是合法的 JSON（{error}）"},
-    "no_cells": {"en": "no list of cells", "zh": "没有单元格列表"},
-    "bad_cell": {"en": "a cell without a type or source", "zh": "有单元格缺少类型或源文本"},
-    "no_exercises": {
-        "en": "no auto-checked exercise found: the notebook has no check cell and no gradbook metadata",
-        "zh": "没有找到可自动检查的练习：笔记本中既没有检查单元格，也没有 gradbook 元数据"},
-    "not_defined": {
-        "en": "`{name}` is not defined: the notebook never defines the answer function "
-              "(deleted or renamed, or its cell raised before the definition)",
-        "zh": "`{name}` 未定义：笔记本中没有定义这个答案函数（被删除或改名，或者它所在的单元格在定义之前就出错了）"},
-    "not_defined_timeout": {
-        "en": "`{name}` is not defined: the notebook ran out of time ({seconds} s) in cell {cell}, before defining it",
-        "zh": "`{name}` 未定义：笔记本在第 {cell} 个单元格处超时（{seconds} 秒），还没有运行到定义它的地方"},
-    "check_timeout": {
-        "en": "the check of `{name}` did not finish within {seconds} s: does it loop forever?",
-        "zh": "对 `{name}` 的检查没有在 {seconds} 秒内结束：它是否陷入了死循环？"},
-    "deleted": {"en": "the check cell for {exercise} was deleted", "zh": "{exercise} 的检查单元格被删除了"},
-    "deleted_graded": {"en": "graded `{name}` anyway: {message}", "zh": "仍然对 `{name}` 进行了评分：{message}"},
-    "kernel_died": {
-        "en": "the kernel died {where}: the notebook's code may have exited or used too much memory",
-        "zh": "内核在{where}意外终止：笔记本的代码可能调用了退出，或者占用了过多内存"},
-    "in_cell": {"en": "in cell {cell}", "zh": "第 {cell} 个单元格运行时"},
-    "in_check": {"en": "during the check", "zh": "检查过程中"},
-    "watchdog": {
-        "en": "grading stopped after {seconds} s: the kernel did not respond and was killed",
-        "zh": "评分在 {seconds} 秒后被终止：内核没有响应，已被强制结束"},
-    "no_result": {
-        "en": "the grader got no result for this exercise (did the notebook replace print, sys.stdout or gradlib?)",
-        "zh": "评分程序没有得到这道练习的结果（笔记本是否替换了 print、sys.stdout 或 gradlib？）"},
-    "grader_error": {"en": "the grader failed: {error}", "zh": "评分程序出错：{error}"},
-    "cell_raised": {"en": "cell {cell} ({line}) raised {error}", "zh": "第 {cell} 个单元格（{line}）抛出 {error}"},
-    "more_errors": {"en": "{count} more cells raised", "zh": "另有 {count} 个单元格抛出异常"},
-    "cell_timeout": {
-        "en": "cell {cell} ({line}) was stopped after the notebook's {seconds} s; "
-              "{skipped} later code cells were not run",
-        "zh": "第 {cell} 个单元格（{line}）在笔记本用完 {seconds} 秒后被中止；之后的 {skipped} 个代码单元格没有运行"},
-}
-
-
-def _msg(key: str, lang: str, **values) -> str:
-    return MESSAGES[key][lang if lang in LANGUAGES else "en"].format(**values)
 
 
 # -- reading a notebook --------------------------------------------------------
 
+
+def _msg(key: str, lang: str, **values) -> str:
+    """The grader's message ``key`` ("grade.<key>" in the catalogue), in ``lang`` (English if unknown)."""
+    return message("grade." + key, lang if lang in LANGUAGES else "en", **values)
+
+
 def check_calls(source: str) -> List[Dict[str, Optional[str]]]:
     """The ``exercises.check(...)`` calls in a code cell's source, in order:
     ``{"exercise": "ch01-ex2", "answer": "second_derivative", "lang": "en"}``
-    (``answer``/``lang`` None when not a plain name / not given)."""
+    (``answer``/``lang`` None when not a plain name / not given).
+
+    The source is parsed with :mod:`ast` (IPython's ``%magic`` and ``!shell``
+    lines blanked first).  A cell that still does not parse (the student's
+    syntax error) is read line by line: a check call that fits on one line is
+    found, one spread over several lines of a broken cell is not (the cell's
+    ``gradbook`` metadata still names its exercise, see :func:`inspect_notebook`).
+    """
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        trees = [ast.parse("\n".join(lines))]
+    except SyntaxError:
+        trees = []
+        for line in lines:
+            if "check(" in line:
+                try:
+                    trees.append(ast.parse(line.strip()))
+                except SyntaxError:
+                    continue
     calls = []
-    for match in CHECK_CALL.finditer(source):
-        lang = LANG_ARG.search(match.group("rest") or "")
-        calls.append({"exercise": match.group("id"), "answer": match.group("name"),
-                      "lang": lang.group("lang") if lang else None})
+    for tree in trees:
+        found = [node for node in ast.walk(tree) if _is_check_call(node)]
+        for node in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
+            answer = node.args[1].id if len(node.args) > 1 and isinstance(node.args[1], ast.Name) else None
+            lang = next((k.value.value for k in node.keywords if k.arg == "lang" and isinstance(k.value, ast.Constant)
+                         and k.value.value in LANGUAGES), None)
+            calls.append({"exercise": node.args[0].value, "answer": answer, "lang": lang})
     return calls
+
+
+def _is_check_call(node: ast.AST) -> bool:
+    """``<...>exercises.check("chNN-exK", ...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "check"):
+        return False
+    owner = node.func.value
+    name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else None
+    first = node.args[0] if node.args else None
+    return (name == "exercises" and isinstance(first, ast.Constant) and isinstance(first.value, str)
+            and EXERCISE_ID.fullmatch(first.value) is not None)
 
 
 def _text(source: Any) -> str:
@@ -232,6 +218,36 @@ def inspect_notebook(nb) -> NotebookInfo:
     return NotebookInfo(chapters, lang, checks)
 
 
+def _read(path: Path, lang: str = "en"):
+    """The notebook at ``path``, or a string saying (in ``lang``) why it is not one."""
+    import nbformat
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return _msg("not_utf8", lang)
+    except OSError as err:
+        return _msg("unreadable", lang, error=err.strerror or err)
+    try:
+        raw = json.loads(text)
+    except ValueError as err:
+        return _msg("not_json", lang, error=err)
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        return _msg("no_cells", lang)
+    try:
+        with warnings.catch_warnings():  # e.g. cells without ids: nbformat adds them
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+    except Exception as err:  # nbformat raises several kinds
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
+    for cell in nb.cells:
+        if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
+            return _msg("bad_cell", lang)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
 def chapter_exercises(chapters: Iterable[str]) -> List[str]:
     """The registered (auto-checked) exercise ids of these chapters, sorted."""
     from gradlib import exercises
@@ -254,7 +270,7 @@ def _gradbook_grade(exercise, names, lang, token):
             # --check-timeout bounds the check (the grader interrupts the kernel), not check()'s own limit
             feedback = gradlib.exercises.check(exercise, namespace[name], lang=lang, timeout=None)
             result.update(status="graded", answer=name, passed=feedback.passed is True,
-                          message=str(feedback.message))
+                          message=str(feedback.message), key=getattr(feedback, "key", None))
     except (Exception, SystemExit) as err:
         result.update(status="grader-error", message=f"{type(err).__name__}: {err}"[:500])
     payload = token + base64.b64encode(json.dumps(result).encode()).decode() + token
@@ -265,31 +281,6 @@ def _gradbook_grade(exercise, names, lang, token):
     return payload
 _gradbook_grade(%r, %r, %r, %r)
 '''
-
-_LIVE_KERNELS: set = set()  # kernel managers not yet shut down (killed at exit as a last resort)
-
-
-def _kill(km) -> None:
-    """SIGKILL a kernel's process group (the kernel and what it started)."""
-    provisioner = getattr(km, "provisioner", None)
-    pgid = getattr(provisioner, "pgid", None)
-    process = getattr(provisioner, "process", None)
-    try:
-        if pgid:
-            os.killpg(pgid, signal.SIGKILL)
-        elif process is not None:
-            process.kill()
-    except (OSError, AttributeError):
-        pass
-
-
-def _kill_left_over_kernels() -> None:
-    for km in list(_LIVE_KERNELS):
-        _kill(km)
-
-
-atexit.register(_kill_left_over_kernels)
-
 
 @dataclasses.dataclass
 class _Run:
@@ -304,14 +295,6 @@ class _Run:
     died: Optional[str] = None
     watchdog: Optional[float] = None
     failure: Optional[str] = None
-
-
-def _kernel_env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    env["MPLBACKEND"] = "Agg"
-    return env
 
 
 def _error_of(cell) -> Optional[str]:
@@ -349,31 +332,20 @@ def _payloads(cell, token: str) -> List[dict]:
 async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, List[str]], lang: str,
                         run: _Run, *, timeout: float, check_timeout: float, kernel_name: str,
                         startup_timeout: float) -> None:
+    """Run the notebook's cells in one fresh kernel (the book's runner, environment "grade"), then the checks."""
     import nbformat
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
+
+    from ..book.kernel import Kernel, kernel_env
 
     token = f"@@gradbook-{secrets.token_hex(8)}@@"
     with tempfile.TemporaryDirectory(prefix="gradbook-grade-") as workdir:
-        km = AsyncKernelManager(kernel_name=kernel_name)
-        client = NotebookClient(nb, km=km, allow_errors=True, interrupt_on_timeout=True,
-                                error_on_timeout={"ename": "Timeout", "evalue": "stopped by the grader",
-                                                  "traceback": []},
-                                iopub_timeout=5, record_timing=False, startup_timeout=int(startup_timeout))
-        _LIVE_KERNELS.add(km)
-        try:
-            # the kernel's own stdout/stderr (TensorFlow's C++ logs ...) would flood the terminal
-            await km.start_kernel(cwd=workdir, env=_kernel_env(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            kc = km.client()
-            client.kc = kc
-            kc.start_channels()
-            await kc.wait_for_ready(timeout=startup_timeout)
-            kc.allow_stdin = False
-
+        async with Kernel(nb, cwd=workdir, env=kernel_env("grade"), kernel_name=kernel_name,
+                          startup_timeout=startup_timeout, allow_errors=True, interrupt_on_timeout=True,
+                          error_on_timeout={"ename": "Timeout", "evalue": "stopped by the grader",
+                                            "traceback": []}) as kernel:
             deadline = time.monotonic() + timeout
-            code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+            code_cells = kernel.code_cells()
             for position, index in enumerate(code_cells):
                 remaining = deadline - time.monotonic()
                 cell = nb.cells[index]
@@ -381,9 +353,8 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                     run.timeout_cell, run.timeout_line = index + 1, _first_line(cell)
                     run.skipped = len(code_cells) - position - 1
                     break
-                client.timeout = max(1, math.ceil(remaining))
                 try:
-                    await client.async_execute_cell(cell, index, execution_count=position + 1)
+                    await kernel.run_cell(index, timeout=remaining, execution_count=position + 1)
                 except DeadKernelError:
                     run.died = _msg("in_cell", lang, cell=index + 1)
                     return
@@ -397,12 +368,10 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                                            error=error))
 
             for exercise in exercises_to_check:
-                cell = nbformat.v4.new_code_cell(GRADE_CELL % (exercise, names[exercise], lang, token))
-                nb.cells.append(cell)
-                client.timeout = max(1, math.ceil(check_timeout))
+                nb.cells.append(nbformat.v4.new_code_cell(GRADE_CELL % (exercise, names[exercise], lang, token)))
                 started = time.monotonic()
                 try:
-                    await client.async_execute_cell(cell, len(nb.cells) - 1)
+                    cell = await kernel.run_cell(len(nb.cells) - 1, timeout=check_timeout)
                 except DeadKernelError:
                     run.died = _msg("in_check", lang)
                     return
@@ -413,80 +382,14 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                     run.results[exercise] = {"exercise": exercise, "status": "timeout"}
                 else:
                     run.results[exercise] = {"exercise": exercise, "status": "no-result"}
-        finally:
-            await _shutdown(client, km)
 
 
-async def _shutdown(client, km) -> None:
-    """Stop the channels and kill the kernel (its whole process group)."""
-    try:
-        if getattr(client, "kc", None) is not None:
-            client.kc.stop_channels()
-    except Exception:
-        pass
-    try:
-        if km.has_kernel:
-            await asyncio.wait_for(km.shutdown_kernel(now=True), 20)
-    except Exception:
-        pass
-    if km.has_kernel:  # the shutdown failed: kill the process group by hand
-        _kill(km)
-    try:
-        await asyncio.wait_for(asyncio.shield(_cleanup(km)), 5)
-    except Exception:
-        pass
-    _LIVE_KERNELS.discard(km)
-
-
-async def _cleanup(km) -> None:
-    result = km.cleanup_resources()
-    if asyncio.iscoroutine(result):
-        await result
-
-
-# -- grading one file ----------------------------------------------------------
-
-def _row(file: str, lang: str, **values) -> Dict[str, Any]:
-    row = {column: "" for column in COLUMNS}
-    row.update(file=file, lang=lang, passed=0)
-    row.update(values)
-    return row
-
-
-def _read(path: Path, lang: str = "en"):
-    """The notebook at ``path``, or a string saying (in ``lang``) why it is not one."""
-    import nbformat
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return _msg("not_utf8", lang)
-    except OSError as err:
-        return _msg("unreadable", lang, error=err.strerror or err)
-    try:
-        raw = json.loads(text)
-    except ValueError as err:
-        return _msg("not_json", lang, error=err)
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        return _msg("no_cells", lang)
-    try:
-        with warnings.catch_warnings():  # e.g. cells without ids: nbformat adds them
-            warnings.simplefilter("ignore")
-            nb = nbformat.reads(text, as_version=4)
-    except Exception as err:  # nbformat raises several kinds
-        return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
-    for cell in nb.cells:
-        if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
-            return _msg("bad_cell", lang)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    return nb
-
+# -- grading one file ---------------------------------------------------------------
 
 async def grade_file(path: Path, *, display: Optional[str] = None, timeout: float = 120,
                      check_timeout: float = 60, lang: str = "auto", kernel_name: str = "python3",
                      startup_timeout: float = 60) -> List[Dict[str, Any]]:
-    """Grade one submission; return its CSV rows (dicts keyed by :data:`COLUMNS`)."""
+    """Grade one submission; return its CSV rows (dicts keyed by :data:`COLUMNS`, plus ``key``: see :func:`_row`)."""
     from gradlib import exercises
 
     file = display if display is not None else str(path)
@@ -521,57 +424,82 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
     except Exception as err:  # a kernel that cannot start, a broken channel ...
         run.failure = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
 
+    notes = _notes(run, lang, timeout)
+    rows = []
+    for exercise in expected:
+        name = names[exercise][0] if names[exercise] else ""
+        values = dict(chapter=exercise.split("-")[0], exercise=exercise, answer=name, notes=notes,
+                      check_cell="present" if exercise in info.checks else "deleted")
+        values.update(_outcome(run.results.get(exercise), run, name, lang, timeout, check_timeout))
+        row = _row(file, lang, **values)
+        if exercise not in info.checks:
+            _mark_deleted(row, exercise, lang)
+        rows.append(row)
+    return rows
+
+
+# -- the report: rows from what happened -------------------------------------------
+
+
+def _row(file: str, lang: str, **values) -> Dict[str, Any]:
+    """A row: the :data:`COLUMNS`, plus ``key``, the catalogue key of its feedback (not written to the CSV)."""
+    row = {column: "" for column in COLUMNS}
+    row.update(file=file, lang=lang, passed=0)
+    row.update(values)
+    row["key"] = getattr(row["feedback"], "key", None)
+    row["feedback"] = str(row["feedback"])
+    return row
+
+
+def _notes(run: _Run, lang: str, timeout: float) -> str:
+    """The notes column: what went wrong in the file as a whole."""
     notes = list(run.errors[:3])
     if len(run.errors) > 3:
         notes.append(_msg("more_errors", lang, count=len(run.errors) - 3))
     if run.timeout_cell:
         notes.append(_msg("cell_timeout", lang, cell=run.timeout_cell, line=run.timeout_line,
-                          seconds=_seconds(timeout), skipped=run.skipped))
+                          seconds=seconds_text(timeout), skipped=run.skipped))
     if run.died:
         notes.append(_msg("kernel_died", lang, where=run.died))
-    rows = []
-    for exercise in expected:
-        name = names[exercise][0] if names[exercise] else ""
-        result = run.results.get(exercise)
-        present = exercise in info.checks
-        row = _row(file, lang, chapter=exercise.split("-")[0], exercise=exercise, answer=name,
-                   check_cell="present" if present else "deleted", notes="; ".join(notes))
-        if result is None:
-            if run.watchdog is not None:
-                row.update(status="timeout", feedback=_msg("watchdog", lang, seconds=_seconds(run.watchdog)))
-            elif run.died:
-                row.update(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
-            else:
-                row.update(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
-        elif result["status"] == "graded":
-            row.update(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
-                       feedback=result.get("message", ""))
-        elif result["status"] == "not-defined":
-            if run.timeout_cell:
-                row.update(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
-                                                          seconds=_seconds(timeout), cell=run.timeout_cell))
-            else:
-                row.update(status="not-defined", feedback=_msg("not_defined", lang, name=name))
-        elif result["status"] == "timeout":
-            row.update(status="timeout", feedback=_msg("check_timeout", lang, name=name,
-                                                       seconds=_seconds(check_timeout)))
-        elif result["status"] == "no-result":
-            row.update(status="no-result", feedback=_msg("no_result", lang))
-        else:
-            row.update(status="grader-error", feedback=_msg("grader_error", lang, error=result.get("message", "?")))
-        if not present:
-            deleted = _msg("deleted", lang, exercise=exercise)
-            if row["status"] == "graded":
-                row["feedback"] = deleted + ("; " if lang == "en" else "；") + _msg(
-                    "deleted_graded", lang, name=row["answer"], message=row["feedback"])
-            else:
-                row["feedback"] = deleted + ("; " if lang == "en" else "；") + row["feedback"]
-        rows.append(row)
-    return rows
+    return "; ".join(notes)
 
 
-def _seconds(value: float) -> str:
-    return f"{value:g}"
+def _outcome(result: Optional[Dict[str, Any]], run: _Run, name: str, lang: str, timeout: float,
+             check_timeout: float) -> Dict[str, Any]:
+    """Status, passed, answer and feedback of one exercise's row."""
+    if result is None:
+        if run.watchdog is not None:
+            return dict(status="timeout", feedback=_msg("watchdog", lang, seconds=seconds_text(run.watchdog)))
+        if run.died:
+            return dict(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
+        return dict(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
+    status = result["status"]
+    if status == "graded":
+        return dict(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
+                    feedback=Text(result.get("message", ""), result.get("key")))
+    if status == "not-defined" and run.timeout_cell:
+        return dict(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
+                                                    seconds=seconds_text(timeout), cell=run.timeout_cell))
+    if status == "not-defined":
+        return dict(status="not-defined", feedback=_msg("not_defined", lang, name=name))
+    if status == "timeout":
+        return dict(status="timeout", feedback=_msg("check_timeout", lang, name=name,
+                                                    seconds=seconds_text(check_timeout)))
+    if status == "no-result":
+        return dict(status="no-result", feedback=_msg("no_result", lang))
+    return dict(status="grader-error", feedback=_msg("grader_error", lang, error=result.get("message", "?")))
+
+
+def _mark_deleted(row: Dict[str, Any], exercise: str, lang: str) -> None:
+    """Say in the feedback that the exercise's check cell was deleted (the row's key stays the outcome's)."""
+    deleted = _msg("deleted", lang, exercise=exercise) + _msg("separator", lang)
+    if row["status"] == "graded":
+        row["feedback"] = deleted + _msg("deleted_graded", lang, name=row["answer"], message=row["feedback"])
+    else:
+        row["feedback"] = deleted + row["feedback"]
+
+
+# -- grading many files --------------------------------------------------------------
 
 
 async def grade_files(paths: Sequence, *, jobs: int = 1, progress=None, **options) -> List[Dict[str, Any]]:

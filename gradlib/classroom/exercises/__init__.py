@@ -51,8 +51,11 @@ def check(exercise_id: str, answer, *, lang: str = "en", timeout: Optional[float
     While the check runs, a SIGALRM timer set by someone else is paused, then
     re-armed with the time it had left.
 
+    The Feedback's ``key`` names its message in the catalogues
+    (``gradlib/classroom/messages/*.json``), e.g. ``"ch02.ste_outside"``.
+
     Raises ValueError for an unknown exercise id or language, or a
-    ``timeout`` that is not a positive number or None.
+    ``timeout`` that is not a positive finite number or None.
     """
     return run_check(exercise_id, answer, lang=lang, timeout=timeout)
 

@@ -12,78 +12,64 @@ exception that escapes a check is blamed on the reader's code when it was
 raised there (or in a library the reader's code called), and reported as a
 failure of the check itself otherwise (:func:`_raised_by_check`): a bug in
 gradlib must not look like the reader's mistake.
+
+Shared by the chapters' checks: :func:`probe` (value and vector-Jacobian
+product of the reader's function, validated), :func:`first_mismatch` and
+:func:`matches` (the one comparison), :func:`value_mismatch` (the generic
+"your value is ...; expected ..." message), and from
+:mod:`gradlib.classroom.catalogue` :func:`message`, :func:`fragment` and
+:func:`join`.  Every message lives in the catalogues
+(``gradlib/classroom/messages/en.json`` and ``zh.json``); a
+:class:`Mismatch` made from a catalogue message carries its key, and so does
+the :class:`Feedback`.
+
+Adding an exercise with an automatic check:
+
+1. the chapter pair (``chapters/en`` and ``chapters/zh``): the exercise, its
+   hidden reference solution and its check cell
+   ``gradlib.exercises.check("chNN-exK", answer_name, lang=...)``;
+2. the check in ``chNN.py``: a function ``check(answer, lang) -> str``
+   registered with ``@exercise("chNN-exK", answer="answer_name")`` that
+   probes the answer (:func:`probe`), compares with a NumPy reference
+   (:func:`first_mismatch`), raises :class:`Mismatch` with a catalogue
+   message on the first problem and returns the success message;
+3. its messages, under ``chNN.<name>``, in both catalogues (the same keys and
+   placeholders: ``tests/test_classroom_messages.py``);
+4. a row or two in ``tests/test_classroom_wrong_answers.py`` (a typical
+   mistake and the key it must get).  The fuzzer and the reference-solution
+   test pick the new exercise up by themselves.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import importlib
 import math
-import numbers
 import os
 import signal
 import sysconfig
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
-LANGUAGES = ("en", "zh")
-
-# Messages shared by all checks; each chapter module adds its own.
-COMMON = {
-    "not_callable": {"en": "`{name}` must be a function; got {kind}.",
-                     "zh": "`{name}` 应该是一个函数，但得到的是 {kind}。"},
-    "raised": {"en": "{where}your code raised {error}: {detail}",
-               "zh": "{where}你的代码抛出了 {error}：{detail}"},
-    "none": {"en": "{where}your code returned None; return a tensor.",
-             "zh": "{where}你的代码返回了 None；请返回一个张量。"},
-    "none_gradient": {"en": "{where}the gradient is None: no differentiable path from x to your output.",
-                      "zh": "{where}梯度为 None：从 x 到你的输出之间没有可求导的路径。"},
-    "not_tensor": {"en": "{where}your code returned {kind}, not a TensorFlow tensor, so no gradient can flow "
-                         "back through it: compute the result with TensorFlow operations (tf.*), not NumPy.",
-                   "zh": "{where}你的代码返回的是 {kind}，而不是 TensorFlow 张量，梯度无法经由它反向传播："
-                         "请用 TensorFlow 运算（tf.*）而不是 NumPy 来计算结果。"},
-    "not_numeric": {"en": "{where}your code returned {kind}, which is not a numeric tensor.",
-                    "zh": "{where}你的代码返回了 {kind}，它不是数值张量。"},
-    "nan": {"en": "{where}your {what} contains NaN or inf.",
-            "zh": "{where}你的{what}中含有 NaN 或 inf。"},
-    "shape": {"en": "{where}your {what} has shape {got}; expected {expected}.",
-              "zh": "{where}你的{what}形状为 {got}，应为 {expected}。"},
-    "dtype": {"en": "{where}your {what} has dtype {got}; expected a floating dtype like {expected}.",
-              "zh": "{where}你的{what}的数据类型为 {got}，应为浮点类型（如 {expected}）。"},
-    "value": {"en": "{where}your {what} is {got}; expected {expected}.",
-              "zh": "{where}你的{what}为 {got}，应为 {expected}。"},
-    "at": {"en": "at x = {x}: ", "zh": "在 x = {x} 处，"},
-    "forward": {"en": "value", "zh": "前向值"},
-    "gradient": {"en": "gradient", "zh": "梯度"},
-    "result": {"en": "result", "zh": "结果"},
-    "passed": {"en": "correct", "zh": "正确"},
-    "timeout": {"en": "your code did not finish within {seconds} s, so the check stopped it: does it loop "
-                      "forever (a while loop whose condition never becomes false) or wait for something?",
-                "zh": "你的代码在 {seconds} 秒内没有结束，检查已将其中止：它是否陷入了死循环"
-                      "（while 循环的条件永远不会变为假），或者在等待什么？"},
-    "check_failed": {"en": "the check itself failed on your answer ({error}: {detail}); this is a bug in "
-                           "gradlib, please report it. Your answer is not counted as correct.",
-                     "zh": "检查程序本身在处理你的答案时出错（{error}：{detail}）；这是 gradlib 的缺陷，请报告。"
-                           "你的答案不计为正确。"},
-}
-
-
-def message(table: Mapping[str, Mapping[str, str]], key: str, lang: str, **values) -> str:
-    template = table.get(key) or COMMON[key]
-    return template[lang].format(**values)
+from ... import _validate
+from ..catalogue import LANGUAGES, Text, catalogue, fragment, join, message, seconds_text  # noqa: F401 - the checks' API
 
 
 @dataclasses.dataclass(frozen=True)
 class Feedback:
-    """The outcome of one exercise check: ``passed`` and a message for the reader."""
+    """The outcome of one exercise check: ``passed``, a message for the reader and its catalogue ``key``."""
 
     exercise: str
     passed: bool
     message: str
     lang: str = "en"
+    key: Optional[str] = None  # the catalogue key of the message, e.g. "ch02.ste_outside", "common.raised"
 
     def __bool__(self) -> bool:
         return self.passed
@@ -101,9 +87,15 @@ class Feedback:
 
 
 class Mismatch(Exception):
-    """Raised inside a check to stop at the first problem with a message."""
+    """Raised inside a check to stop at the first problem with a message.
 
-    __init__ = Exception.__init__
+    ``key`` is the catalogue key of the message (taken from a :class:`Text`
+    when not given); :class:`Feedback` carries it.
+    """
+
+    def __init__(self, text: str = "", key: Optional[str] = None):
+        super().__init__(text)
+        self.key = key if key is not None else getattr(text, "key", None)
 
 
 def fmt(value: Any) -> str:
@@ -126,9 +118,6 @@ class _Timeout(BaseException):
 PROPAGATE = (KeyboardInterrupt, SystemExit, _Timeout)
 
 
-NO_MESSAGE = {"en": "(no message)", "zh": "（无信息）"}
-
-
 def describe(err: BaseException, lang: str = "en") -> str:
     """The first line of an exception's message, at most about 200 characters.
 
@@ -147,7 +136,7 @@ def describe(err: BaseException, lang: str = "en") -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and lines[0] == "in user code:":  # an error inside a tf.function: the cause comes last
         lines = lines[-1:]
-    return _shorten(lines[0]) if lines else NO_MESSAGE.get(lang, NO_MESSAGE["en"])
+    return _shorten(lines[0]) if lines else fragment("common.no_message", lang if lang in LANGUAGES else "en")
 
 
 DESCRIBE_LIMIT = 200
@@ -168,7 +157,7 @@ def _shorten(line: str, limit: int = DESCRIBE_LIMIT) -> str:
 
 def raised(err: BaseException, lang: str, where: str = "") -> "Mismatch":
     """The "your code raised X: detail" Mismatch for an exception of the reader's code."""
-    return Mismatch(message(COMMON, "raised", lang, where=where, error=type(err).__name__,
+    return Mismatch(message("common.raised", lang, where=where, error=type(err).__name__,
                             detail=describe(err, lang)))
 
 
@@ -203,68 +192,283 @@ def to_array(value: Any) -> Optional[np.ndarray]:
     return array if isinstance(array, np.ndarray) else None
 
 
+WORDS = ("forward", "gradient", "result")  # the ``what`` of as_array that are catalogue words
+
+
 def as_array(value: Any, *, lang: str, what: str, where: str = "",
              shape: Optional[Tuple[int, ...]] = None, none_key: str = "none") -> np.ndarray:
     """Validate a returned value: not None, numeric, finite, floating, right shape."""
-    what_text = message(COMMON, what, lang) if what in COMMON else what
+    what_text = fragment("common." + what, lang) if what in WORDS else what
     if value is None:
-        raise Mismatch(message(COMMON, none_key, lang, where=where))
+        raise Mismatch(message("common." + none_key, lang, where=where))
     array = to_array(value)
     if array is None or array.dtype.kind not in "biufc":
-        raise Mismatch(message(COMMON, "not_numeric", lang, where=where, kind=type(value).__name__))
+        raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
     if array.dtype.kind != "f":
-        raise Mismatch(message(COMMON, "dtype", lang, where=where, what=what_text,
+        raise Mismatch(message("common.dtype", lang, where=where, what=what_text,
                                got=str(array.dtype), expected="float32"))
     if shape is not None and tuple(array.shape) != tuple(shape):
-        raise Mismatch(message(COMMON, "shape", lang, where=where, what=what_text,
+        raise Mismatch(message("common.shape", lang, where=where, what=what_text,
                                got=list(array.shape), expected=list(shape)))
     if not np.all(np.isfinite(array)):
-        raise Mismatch(message(COMMON, "nan", lang, where=where, what=what_text))
+        raise Mismatch(message("common.nan", lang, where=where, what=what_text))
     return array
 
 
 def require_tensor(value: Any, *, lang: str, where: str = "") -> None:
     """A value whose gradient the check asks for must be a tensor (not NumPy, not a Python number)."""
     if not tf.is_tensor(value):
-        raise Mismatch(message(COMMON, "not_tensor", lang, where=where, kind=type(value).__name__))
+        raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
 
 
-def value_and_gradient(fn: Callable, x: np.ndarray, *, lang: str) -> Tuple[np.ndarray, np.ndarray]:
-    """Run the reader's elementwise op on ``x`` under a tape; validate both results."""
+class Probed(NamedTuple):
+    """What :func:`probe` measured: the validated value, the vector-Jacobian product, and the
+    gradients of the watched tensor arguments (None for an argument that gets none)."""
+
+    value: np.ndarray
+    vjp: np.ndarray
+    arg_grads: Tuple[Any, ...]
+
+
+def probe(answer: Callable, x: np.ndarray, *, upstream: Optional[np.ndarray] = None, args: Sequence = (),
+          lang: str, where: str = "", none_message: Optional[str] = None,
+          diagnose_nan: Optional[Callable[[np.ndarray, np.ndarray], str]] = None,
+          gradient_error: Optional[Callable[[BaseException], Optional[str]]] = None) -> Probed:
+    """Run the reader's ``answer(x, *args)`` under a tape; return its validated value and VJP.
+
+    The value must be a finite floating tensor of ``x``'s shape; the gradient
+    with respect to ``x``, weighted by ``upstream`` (ones when None), likewise.
+    Tensor arguments in ``args`` are watched too: their gradients come back
+    unvalidated in ``arg_grads``.  Every problem raises :class:`Mismatch`
+    prefixed by ``where``.  Hooks for a chapter's own messages:
+    ``none_message`` replaces the generic one for a None gradient;
+    ``diagnose_nan(x, value)`` runs on a value of the right shape with NaN or
+    inf in it and returns a message for a recognised mistake, or "";
+    ``gradient_error(err)`` returns the message for an exception raised while
+    computing the gradient, or None for the generic "your code raised".
+    """
     xt = tf.constant(x)
+    watched = [a for a in args if isinstance(a, tf.Tensor)]
     with tf.GradientTape() as tape:
         tape.watch(xt)
-        y = call(fn, xt, lang=lang)
-    y_array = as_array(y, lang=lang, what="forward", shape=x.shape)
-    require_tensor(y, lang=lang)
+        for tensor in watched:
+            tape.watch(tensor)
+        y = call(answer, xt, *args, lang=lang, where=where)
+    if diagnose_nan is not None:
+        raw = to_array(y)
+        if raw is not None and raw.dtype.kind == "f" and raw.shape == x.shape and not np.all(np.isfinite(raw)):
+            problem = diagnose_nan(x, raw)
+            if problem:
+                raise Mismatch(where + problem)
+    value = as_array(y, lang=lang, what="forward", where=where, shape=x.shape)
+    require_tensor(y, lang=lang, where=where)
     try:
-        grad = tape.gradient(y, xt)
-    except Exception as err:
-        raise raised(err, lang) from None
-    g_array = as_array(grad, lang=lang, what="gradient", shape=x.shape, none_key="none_gradient")
-    return y_array, g_array
+        grads = tape.gradient(y, [xt, *watched],
+                              output_gradients=None if upstream is None else tf.constant(upstream))
+    except Exception as err:  # e.g. a grad_fn that returns the wrong number of gradients
+        special = gradient_error(err) if gradient_error is not None else None
+        raise (Mismatch(special) if special else raised(err, lang, where)) from None
+    if grads[0] is None and none_message:
+        raise Mismatch(none_message)
+    vjp = as_array(grads[0], lang=lang, what="gradient", where=where, shape=x.shape, none_key="none_gradient")
+    return Probed(value, vjp, tuple(grads[1:]))
 
 
-def compare_op(answer: Callable, reference: Callable, points: Sequence[float], *, lang: str,
-               explain: Optional[Callable[[float, str], str]] = None,
-               messages: Optional[Mapping] = None, atol: float = 1e-5) -> None:
-    """Compare value and gradient of an elementwise op with a reference, point by point.
+def first_mismatch(got: Any, expected: Any, rtol: float = 1e-4, atol: float = 1e-5) -> Optional[int]:
+    """The first flat index where ``got`` is not close to ``expected``; None if there is none.
 
-    ``explain(x, lang)`` adds the reason the expected gradient is what it is
-    ("because |x| > clip"); the first mismatching point is reported.
+    Arrays of the same size are compared entry by entry (shapes aside);
+    otherwise ``expected`` is broadcast to ``got``'s shape, and shapes that do
+    not broadcast mismatch at index 0.  NaN and inf in ``got`` always mismatch.
     """
-    x = np.asarray(points, dtype=np.float32)
-    y, g = value_and_gradient(answer, x, lang=lang)
-    ry, rg = value_and_gradient(reference, x, lang=lang)
-    for kind, got, expected in (("forward", y, ry), ("gradient", g, rg)):
-        bad = np.flatnonzero(~np.isclose(got, expected, atol=atol, rtol=1e-4))
-        if bad.size:
-            i = int(bad[0])
-            text = message(COMMON, "value", lang, where=message(COMMON, "at", lang, x=fmt(x[i])),
-                           what=message(COMMON, kind, lang), got=fmt(got[i]), expected=fmt(expected[i]))
-            if explain is not None and kind == "gradient":
-                text += " " + explain(float(x[i]), lang)
-            raise Mismatch(text)
+    got = np.ravel(got)
+    expected = np.asarray(expected)
+    if expected.size != got.size:
+        try:
+            expected = np.broadcast_to(expected, got.shape)
+        except ValueError:
+            return 0
+    close = np.isclose(got, np.ravel(expected), rtol=rtol, atol=atol) & np.isfinite(got)
+    bad = np.flatnonzero(~close)
+    return None if bad.size == 0 else int(bad[0])
+
+
+def matches(got: Any, expected: Any, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
+    """``got`` equals ``expected`` everywhere within the tolerances (``expected`` is broadcast)."""
+    return first_mismatch(got, expected, rtol, atol) is None
+
+
+def value_mismatch(lang: str, where: str, x: Any, what: str, got: Any, expected: Any) -> Text:
+    """The generic "{where}at x = ..: your value/gradient is ..; expected .." message."""
+    return message("common.value", lang, where=where + fragment("common.at", lang, x=fmt(x)),
+                   what=fragment("common." + what, lang), got=fmt(got), expected=fmt(expected))
+
+
+# -- answers that must not use the library's own solution ---------------------------------------
+
+@contextlib.contextmanager
+def library_calls(names: Sequence[Tuple[str, str]]) -> Iterator[List[str]]:
+    """While the block runs, record calls of the library functions ``names`` ((module, attribute) pairs).
+
+    Each attribute is replaced, on its module, by a wrapper that appends
+    ``"module.attribute"`` to the yielded list and calls the original; the
+    originals are put back on exit, whatever happens (the check's time limit
+    included).  Only calls that look the function up on its module at call
+    time (``gradlib.ste_sign(x)``) are seen.
+    """
+    calls: List[str] = []
+    saved = []
+
+    def recorder(original, name):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+        return wrapper
+
+    try:
+        for module_name, attribute in names:
+            module = importlib.import_module(module_name)
+            original = getattr(module, attribute)
+            saved.append((module, attribute, original))
+            setattr(module, attribute, recorder(original, f"{module_name}.{attribute}"))
+        yield calls
+    finally:
+        for module, attribute, original in reversed(saved):
+            setattr(module, attribute, original)
+
+
+def refuse_library(check: Callable, answer: Any, lang: str, *, names: Sequence[Tuple[str, str]], key: str,
+                   made_by: Callable[[Any], bool] = lambda answer: False) -> str:
+    """``check(answer, lang)``, but an answer that is the library's solution (``made_by``) or calls
+    one of ``names`` while the check runs fails with the message ``key``, also when it fails otherwise."""
+    used = message(key, lang)
+    try:
+        made = bool(made_by(answer))
+    except Exception:  # a reader's object whose attributes raise: not the library's
+        made = False
+    if made:
+        raise Mismatch(used)
+    with library_calls(names) as calls:
+        try:
+            result = check(answer, lang)
+        except Mismatch:
+            if calls:
+                raise Mismatch(used) from None
+            raise
+    if calls:
+        raise Mismatch(used)
+    return result
+
+
+# -- checks as data: elementwise ops ----------------------------------------------------------
+
+Hook = Optional[Callable[..., str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Elementwise:
+    """The check of an elementwise op, as data: :func:`check_elementwise` runs it.
+
+    The answer is called as ``answer(x, *params)`` for each tuple in
+    ``params``, on ``points`` (kinks first) and on the points reshaped to each
+    of ``shapes`` (any shape must work), under a tape; its value and gradient
+    are compared with ``reference(x, *params) -> (value, local gradient)``, a
+    NumPy formula.  Then once more with a non-unit ``upstream`` gradient (a
+    ``grad_fn`` must multiply by dy): after every pass when ``upstream_each``,
+    else once, on ``points`` with the first ``params``.
+
+    Messages are catalogue keys or hooks that return a message ("" for none),
+    called with ``lang`` first and the current ``params`` tuple last:
+
+    * ``where(lang, params)``: the prefix naming the parameters ("with s = 0.5, ");
+    * ``forward_hint``: key appended to a wrong value's message;
+    * ``gradient_hint(lang, x, g, i, params)``: appended to a wrong gradient's
+      message (``x`` and ``g`` flat, ``i`` the first wrong point), e.g. keyed
+      by the region of ``x[i]``;
+    * ``all_zero(lang, where, params)``: the message for a gradient that is 0
+      everywhere (where the reference's is not);
+    * ``none_gradient(lang, where, params)``: the message for a None gradient;
+    * ``upstream_key``: the message of a wrong gradient with ``upstream`` (fields
+      prefix, dy, x, at, got, expected);
+    * ``diagnose(lang, x, y, g, params)``: runs when anything mismatches
+      (upstream ones) and names a typical wrong answer, replacing the generic
+      message; ``diagnose_nan(lang, x, y)`` likewise for a value with NaN/inf;
+      ``value_problem(lang, where, x, y, i, params)`` replaces the message of a
+      wrong value at ``i`` (e.g. sign(0)).
+    """
+
+    points: np.ndarray
+    reference: Callable[..., Tuple[np.ndarray, np.ndarray]]
+    upstream_key: str
+    params: Sequence[tuple] = ((),)
+    shapes: Sequence[Tuple[int, ...]] = ()
+    upstream: Optional[float] = 2.5
+    upstream_each: bool = False
+    where: Hook = None
+    forward_hint: Optional[str] = None
+    gradient_hint: Hook = None
+    all_zero: Hook = None
+    none_gradient: Hook = None
+    diagnose: Hook = None
+    diagnose_nan: Hook = None
+    value_problem: Hook = None
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+
+def check_elementwise(spec: Elementwise, answer: Callable, lang: str) -> List[np.ndarray]:
+    """Run an :class:`Elementwise` spec on the reader's ``answer``; raise :class:`Mismatch` on the first problem.
+
+    Returns the answer's values of the passes with upstream ones, in order.
+    """
+    values = []
+    for params in spec.params:
+        where = spec.where(lang, params) if spec.where else ""
+        shaped = [spec.points] + [spec.points[:int(np.prod(shape))].reshape(shape) for shape in spec.shapes]
+        for x in shaped:
+            values.append(_elementwise_pass(spec, answer, x, params, where, None, lang))
+            if spec.upstream is not None and spec.upstream_each:
+                _elementwise_pass(spec, answer, x, params, where, spec.upstream, lang)
+    if spec.upstream is not None and not spec.upstream_each:
+        params = spec.params[0]
+        where = spec.where(lang, params) if spec.where else ""
+        _elementwise_pass(spec, answer, spec.points, params, where, spec.upstream, lang)
+    return values
+
+
+def _elementwise_pass(spec: Elementwise, answer: Callable, x: np.ndarray, params: tuple, where: str,
+                      upstream: Optional[float], lang: str) -> np.ndarray:
+    value, local = spec.reference(x, *params)
+    dy = None if upstream is None else np.full(x.shape, upstream, x.dtype)
+    y, g, _ = probe(lambda v: answer(v, *params), x, upstream=dy, lang=lang, where=where,
+                    none_message=spec.none_gradient(lang, where, params) if spec.none_gradient else None,
+                    diagnose_nan=(lambda x_, y_: spec.diagnose_nan(lang, x_, y_)) if spec.diagnose_nan else None)
+    expected = local if dy is None else local * dy
+    tolerances = dict(rtol=spec.rtol, atol=spec.atol)
+    if (dy is None and spec.diagnose is not None
+            and not (matches(y, value, **tolerances) and matches(g, expected, **tolerances))):
+        problem = spec.diagnose(lang, x, y, g, params)
+        if problem:
+            raise Mismatch(where + problem)
+    flat_x, flat_y, flat_g = np.ravel(x), np.ravel(y), np.ravel(g)
+    i = first_mismatch(y, value, **tolerances)
+    if i is not None:
+        problem = spec.value_problem(lang, where, flat_x, flat_y, i, params) if spec.value_problem else ""
+        hint = message(spec.forward_hint, lang) if spec.forward_hint else ""
+        raise Mismatch(problem or join(value_mismatch(lang, where, flat_x[i], "forward", flat_y[i],
+                                                      np.ravel(value)[i]), hint, lang))
+    i = first_mismatch(g, expected, **tolerances)
+    if i is None:
+        return y
+    if dy is not None:
+        raise Mismatch(message(spec.upstream_key, lang, prefix=where, dy=fmt(upstream), x=fmt(flat_x[i]),
+                               at=f"x = {fmt(flat_x[i])}", got=fmt(flat_g[i]), expected=fmt(np.ravel(expected)[i])))
+    if spec.all_zero and not np.any(g) and np.any(expected):
+        raise Mismatch(spec.all_zero(lang, where, params))
+    hint = spec.gradient_hint(lang, flat_x, flat_g, i, params) if spec.gradient_hint else ""
+    raise Mismatch(join(value_mismatch(lang, where, flat_x[i], "gradient", flat_g[i], np.ravel(expected)[i]),
+                        hint, lang))
 
 
 def kink_and_random_points(kinks: Sequence[float], *, low: float = -3.0, high: float = 3.0,
@@ -277,15 +481,14 @@ def kink_and_random_points(kinks: Sequence[float], *, low: float = -3.0, high: f
 
 # -- the registry ------------------------------------------------------------
 
-CHECKS: Dict[str, Tuple[Callable, Mapping]] = {}
+CHECKS: Dict[str, Callable] = {}
 
 # The name of the function the reader defines for each exercise
 # ("ch01-ex2" -> "second_derivative"): the grader looks the answer up by it.
 ANSWERS: Dict[str, str] = {}
 
 
-def exercise(exercise_id: str, messages: Mapping[str, Mapping[str, str]], *,
-             answer: Optional[str] = None):
+def exercise(exercise_id: str, *, answer: Optional[str] = None):
     """Register ``check(answer, lang) -> str`` (the success message) under an id.
 
     The check raises :class:`Mismatch` with the reader-facing message on the
@@ -293,7 +496,7 @@ def exercise(exercise_id: str, messages: Mapping[str, Mapping[str, str]], *,
     reader defines in the chapter's check cell (e.g. ``"second_derivative"``).
     """
     def decorator(check: Callable):
-        CHECKS[exercise_id] = (check, messages)
+        CHECKS[exercise_id] = check
         if answer is not None:
             ANSWERS[exercise_id] = answer
         return check
@@ -379,16 +582,9 @@ class _Deadline:
         return False
 
 
-def _seconds(value: float) -> str:
-    return f"{value:g}"
-
-
 def _check_timeout(timeout: Any) -> Optional[float]:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not float(timeout) > 0:
-        raise ValueError(f"`timeout` must be a positive number of seconds or None; got {timeout!r}")
-    return float(timeout)
+    """``timeout`` as a positive finite number of seconds, or None (no limit)."""
+    return None if timeout is None else _validate.real_number(timeout, "timeout", positive=True)
 
 
 # -- whose exception is it? --------------------------------------------------------
@@ -438,24 +634,24 @@ def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optio
     if exercise_id not in CHECKS:
         raise ValueError(f"unknown exercise id {exercise_id!r}; known ids: {', '.join(sorted(CHECKS))}")
     timeout = _check_timeout(timeout)
-    check, messages = CHECKS[exercise_id]
+    check = CHECKS[exercise_id]
 
     def outcome() -> Tuple[bool, str]:
         # Everything that can run the reader's code happens in here, under the
         # time limit: the check, and the str() of the reader's exceptions.
         try:
             if not callable(answer):
-                raise Mismatch(message(COMMON, "not_callable", lang, name="answer", kind=type(answer).__name__))
+                raise Mismatch(message("common.not_callable", lang, name="answer", kind=type(answer).__name__))
             detail = check(answer, lang)
         except Mismatch as problem:
-            return False, str(problem)
+            return False, Text(str(problem), problem.key)
         except PROPAGATE:
             raise
         except BaseException as err:  # a reader's object can break a check in unforeseen ways
-            key = "check_failed" if _raised_by_check(err, check) else "raised"
-            return False, message(COMMON, key, lang, where="", error=type(err).__name__,
+            key = "common.check_failed" if _raised_by_check(err, check) else "common.raised"
+            return False, message(key, lang, where="", error=type(err).__name__,
                                   detail=describe(err, lang))
-        return True, detail or message(COMMON, "passed", lang)
+        return True, detail or message("common.passed", lang)
 
     deadline = _Deadline(timeout)
     try:
@@ -463,8 +659,8 @@ def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optio
             passed, text = outcome()
     except _Timeout as err:
         if not deadline.fired:  # the reader's code raised gradlib's private exception itself
-            passed, text = False, message(COMMON, "raised", lang, where="", error=type(err).__name__,
+            passed, text = False, message("common.raised", lang, where="", error=type(err).__name__,
                                           detail=describe(err, lang))
     if deadline.fired:  # also when the reader's code caught the time-out and returned
-        passed, text = False, message(COMMON, "timeout", lang, seconds=_seconds(timeout))
-    return Feedback(exercise_id, passed, text, lang)
+        passed, text = False, message("common.timeout", lang, seconds=seconds_text(timeout))
+    return Feedback(exercise_id, passed, str(text), lang, key=getattr(text, "key", None))

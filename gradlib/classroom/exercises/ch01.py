@@ -35,171 +35,11 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ._core import COMMON, PROPAGATE, Mismatch, as_array, describe, exercise, fmt, message
-
-MESSAGES = {
-    # ch01-ex2
-    "where": {"en": "f(x) = {f}, x = {x}: ", "zh": "f(x) = {f}，x = {x} 时："},
-    "second_wrong": {
-        "en": "for f(x) = {f} at x = {x} your second derivative is {got}; expected {expected}.",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的二阶导数为 {got}，应为 {expected}。",
-    },
-    "first_derivative": {
-        "en": "for f(x) = {f} at x = {x} your result is {got}, which is f'(x), the first derivative; expected "
-              "f''(x) = {expected}. Differentiate once more: an outer tape around the inner one records "
-              "dy = inner.gradient(y, x), and outer.gradient(dy, x) is f''(x) (outer.gradient(y, x) is f'(x) again).",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的结果为 {got}，这是一阶导数 f'(x)；应为 f''(x) = {expected}。"
-              "请再求一次导：在内层梯度带外面套一个外层梯度带，由它记录 dy = inner.gradient(y, x)，"
-              "outer.gradient(dy, x) 才是 f''(x)（outer.gradient(y, x) 得到的仍是 f'(x)）。",
-    },
-    "zero_unconnected": {
-        "en": "for f(x) = {f} at x = {x} your second derivative is 0; expected {expected}. A 0 here means the tape "
-              "you differentiated the first derivative with never recorded how it depends on x, and "
-              "unconnected_gradients=ZERO turned that None into 0. A tape records only while its with block is "
-              "open: compute dy = inner.gradient(y, x) inside the outer tape's with block, and let the outer tape "
-              "watch x too.",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的二阶导数为 0，应为 {expected}。这里的 0 说明你用来对一阶导数求导的梯度带"
-              "从未记录一阶导数如何依赖于 x，而 unconnected_gradients=ZERO 把这个 None 变成了 0。梯度带只在 with 块"
-              "打开时记录：请在外层梯度带的 with 块内部计算 dy = inner.gradient(y, x)，并让外层梯度带也监视 x。",
-    },
-    "none_unconnected": {
-        "en": "for f(x) = {f} at x = {x} your function returned None; expected {expected}. The tape you "
-              "differentiated the first derivative with has no path from it back to x: a tape records only while "
-              "its with block is open. Compute dy = inner.gradient(y, x) inside the outer tape's with block, and "
-              "let the outer tape watch x too.",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的函数返回了 None，应为 {expected}。在你用来对一阶导数求导的梯度带中，"
-              "没有从一阶导数回到 x 的路径：梯度带只在 with 块打开时记录。请在外层梯度带的 with 块内部计算 "
-              "dy = inner.gradient(y, x)，并让外层梯度带也监视 x。",
-    },
-    "second_none": {
-        "en": "for f(x) = {f} at x = {x} your function returned None. The inner gradient of a linear function is a "
-              "constant that does not depend on x, so the outer gradient is unconnected: its value is 0, which you "
-              "get with unconnected_gradients=tf.UnconnectedGradients.ZERO.",
-        "zh": "对 f(x) = {f}，在 x = {x} 处你的函数返回了 None。线性函数的内层梯度是一个不依赖于 x 的常数，"
-              "所以外层梯度是未连接的：它的值是 0，用 unconnected_gradients=tf.UnconnectedGradients.ZERO 即可得到。",
-    },
-    "one_tape": {
-        "en": "{raised}. A non-persistent tape answers one gradient call. Record the first derivative with a second "
-              "tape: an outer tape around the inner one, and call inner.gradient inside the outer with block.",
-        "zh": "{raised}。非持久梯度带只能回答一次梯度调用。请用第二个梯度带记录一阶导数：在内层梯度带外面再套一个外层梯度带，"
-              "并在外层的 with 块内部调用 inner.gradient。",
-    },
-    "not_watched": {
-        "en": "{raised}. The inner gradient was None: x is a tf.constant, and a tape records the operations on a "
-              "constant only after tape.watch(x). Watch x on both tapes.",
-        "zh": "{raised}。内层梯度为 None：x 是 tf.constant，梯度带只有在 tape.watch(x) 之后才会记录对常量的运算。"
-              "请在两个梯度带上都监视 x。",
-    },
-    "passed": {"en": "correct on {n} functions and points, including 3x, whose second derivative is 0, not None.",
-               "zh": "在 {n} 组函数与点上都正确，包括二阶导数为 0（而不是 None）的 3x。"},
-    # ch01-ex3
-    "case": {"en": "loss {loss}, w = {w0}, steps = {steps}: ", "zh": "损失 {loss}，w = {w0}，steps = {steps} 时："},
-    "still_tensor": {
-        "en": "{raised}After the first step your loop passed loss_fn a tensor, not the variable w: "
-              "w = tf.clip_by_norm(w, 1.0) binds the name w to a new tensor. A tape does not watch tensors, and an "
-              "optimizer can update only variables: watching the tensor or asking for zeros fails the same way, and "
-              "skipping None gradients only changes the error message; neither brings the variable back. Write the "
-              "projection into the variable: w.assign(tf.clip_by_norm(w, 1.0)).",
-        "zh": "{raised}第一步之后，你的循环传给 loss_fn 的是一个张量，而不是变量 w：w = tf.clip_by_norm(w, 1.0) 让名字 w "
-              "指向了一个新张量。梯度带不会监视张量，优化器也只能更新变量：监视这个张量或要求返回零，会以同样的方式失败；"
-              "跳过 None 梯度也只是换了一条报错信息；这些办法都不能把变量找回来。请把投影的结果写回变量："
-              "w.assign(tf.clip_by_norm(w, 1.0))。",
-    },
-    "assign_rebound": {
-        "en": "{raised}After the first step your loop passed loss_fn what w.assign(...) returns, not the variable w: "
-              "w = w.assign(...) binds the name w to that object. It reads the same variable, but a tape does not "
-              "watch reads through it, so from the second step on the gradient is None. Call "
-              "w.assign(tf.clip_by_norm(w, 1.0)) as a statement, without rebinding w.",
-        "zh": "{raised}第一步之后，你的循环传给 loss_fn 的是 w.assign(...) 的返回值，而不是变量 w：w = w.assign(...) "
-              "让名字 w 指向了这个返回值。它读取的是同一个变量，但梯度带不会监视经由它的读取，所以从第二步起梯度为 None。"
-              "请把 w.assign(tf.clip_by_norm(w, 1.0)) 单独写成一条语句，不要再赋值给 w。",
-    },
-    "new_variable": {
-        "en": "{raised}Your loop passed loss_fn a new tf.Variable after the first step. The optimizer was built for "
-              "the variables of its first call and refuses others ('Unknown variable'), and the variable you were "
-              "given stops changing. Keep one variable and write the projection into it: "
-              "w.assign(tf.clip_by_norm(w, 1.0)).",
-        "zh": "{raised}第一步之后，你的循环传给 loss_fn 的是一个新建的 tf.Variable。优化器是为它第一次调用时的变量构建的，"
-              "会拒绝其他变量（'Unknown variable'），而传给你的那个变量也就不再变化。请始终使用同一个变量，"
-              "并把投影的结果写回它：w.assign(tf.clip_by_norm(w, 1.0))。",
-    },
-    "not_projected": {
-        "en": "your w is {got}, of norm {norm}: it left the unit ball. Project after every optimizer step "
-              "(tf.clip_by_norm(w, 1.0) after apply_gradients); the expected w is {expected}.",
-        "zh": "你的 w 为 {got}，范数为 {norm}：它离开了单位球。请在每次优化器更新之后投影（在 apply_gradients 之后调用 "
-              "tf.clip_by_norm(w, 1.0)）；w 应为 {expected}。",
-    },
-    "no_projection": {
-        "en": "your w is {got}, of norm {norm}: where plain gradient descent ends, with no projection at all{also}; "
-              "the expected w is {expected}. Project after every optimizer step: w.assign(tf.clip_by_norm(w, 1.0)) "
-              "after apply_gradients.",
-        "zh": "你的 w 为 {got}，范数为 {norm}：这是完全不投影的普通梯度下降的结果{also}；w 应为 {expected}。请在每次优化器更新之后"
-              "投影：在 apply_gradients 之后调用 w.assign(tf.clip_by_norm(w, 1.0))。",
-    },
-    "no_projection_also": {  # tf.clip_by_value before each step, when it never clips on this case
-        "en": " (on this loss, tf.clip_by_value(w, -1, 1) before each step ends there too)",
-        "zh": "（在这个损失上，每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果）",
-    },
-    "before_step": {
-        "en": "your w is {got}, of norm {norm}: where the loop ends when it projects before each optimizer step "
-              "instead of after it; the expected w is {expected}. The last step then leaves w outside the ball: "
-              "project after apply_gradients, not before.",
-        "zh": "你的 w 为 {got}，范数为 {norm}：这是在每次优化器更新之前而不是之后投影得到的结果；w 应为 {expected}。"
-              "这样最后一步会把 w 留在球外：请在 apply_gradients 之后投影，而不是之前。",
-    },
-    "box": {
-        "en": "your w is {got}: where the loop ends when each step is followed by tf.clip_by_value(w, -1, 1){also}; "
-              "expected {expected}. clip_by_value clips each coordinate on its own: that projects onto the box "
-              "[-1, 1]^2, not onto the unit ball. Use tf.clip_by_norm(w, 1.0), which shrinks the whole vector when "
-              "its norm exceeds 1, after every optimizer step.",
-        "zh": "你的 w 为 {got}：这是每一步之后调用 tf.clip_by_value(w, -1, 1) 得到的结果{also}；w 应为 {expected}。"
-              "clip_by_value 逐个坐标地截断，投影到的是方形区域 [-1, 1]^2，而不是单位球。请在每次优化器更新之后调用 "
-              "tf.clip_by_norm(w, 1.0)：范数超过 1 时，它把整个向量按比例缩小。",
-    },
-    "box_also": {  # tf.clip_by_value once after the loop, when it gives the same w on this case
-        "en": " (on this loss, one tf.clip_by_value after the loop ends there too)",
-        "zh": "（在这个损失上，循环结束后只调用一次 tf.clip_by_value 也会得到这个结果）",
-    },
-    "project_once": {
-        "en": "your w is {got}: where plain gradient descent ends when it is projected only once, after the loop; "
-              "expected {expected}. On this loss the constraint binds during the descent and the path bends, so "
-              "one projection at the end is not the same: project after every optimizer step, inside the loop.",
-        "zh": "你的 w 为 {got}：这是普通梯度下降只在循环结束后投影一次得到的结果；w 应为 {expected}。在这个损失上，"
-              "约束在下降途中就起作用，路径会拐弯，所以最后投影一次并不等价：请在循环内部、每次优化器更新之后投影。",
-    },
-    "sphere": {
-        "en": "your w is {got}, of norm 1, but this loss has its minimum inside the ball and the expected w is "
-              "{expected}, of norm {norm}: you projected onto the sphere (w / ||w||). Project onto the ball: shrink w "
-              "only when ||w|| > 1, as tf.clip_by_norm(w, 1.0) does.",
-        "zh": "你的 w 为 {got}，范数为 1；但这个损失的最小值点在球内，w 应为 {expected}，范数为 {norm}：你投影到的是球面"
-              "（w / ||w||）。请投影到球上：只在 ||w|| > 1 时缩小 w，tf.clip_by_norm(w, 1.0) 正是这样做的。",
-    },
-    "not_in_place": {
-        "en": "your function returned the right w, {got}, but the variable it was given holds {held}. Update that "
-              "variable itself (w.assign(...)): binding the name w to a new tensor or to a copy leaves the "
-              "caller's variable behind.",
-        "zh": "你的函数返回的 w 是对的（{got}），但传给它的那个变量的值是 {held}。请更新这个变量本身（w.assign(...)）："
-              "让名字 w 指向新张量或副本，调用者的变量就被落下了。",
-    },
-    "train_wrong": {
-        "en": "your w is {got}; expected {expected} (plain gradient descent with learning rate 0.1, each step followed "
-              "by the projection onto the unit ball).",
-        "zh": "你的 w 为 {got}，应为 {expected}（学习率为 0.1 的普通梯度下降，每一步之后投影到单位球上）。",
-    },
-    "train_passed": {
-        "en": "correct on {n} losses and starting points: one variable, updated in place, projected onto the unit "
-              "ball after every step.",
-        "zh": "在 {n} 组损失与起点上都正确：始终是同一个变量，原地更新，每一步之后都投影到单位球上。",
-    },
-}
-
-
-def _text(key, lang, **values):
-    return message(MESSAGES, key, lang, **values)
+from ._core import PROPAGATE, Mismatch, as_array, describe, exercise, fmt, fragment, matches, message
 
 
 def _raised_text(err: BaseException, lang: str, where: str) -> str:
-    return message(COMMON, "raised", lang, where=where, error=type(err).__name__, detail=describe(err, lang))
+    return message("common.raised", lang, where=where, error=type(err).__name__, detail=describe(err, lang))
 
 
 def _sentence(text: str, lang: str) -> str:
@@ -226,10 +66,6 @@ CASES = [
 ]
 
 
-def _close(a: float, b: float) -> bool:
-    return bool(np.isclose(a, b, rtol=1e-4, atol=1e-5))
-
-
 def _call_second(answer, f, x, lang, where):
     """answer(f, x), with the two exceptions of this exercise explained."""
     try:
@@ -240,30 +76,30 @@ def _call_second(answer, f, x, lang, where):
         raised = _raised_text(err, lang, where)
         detail = describe(err, lang)
         if "non-persistent GradientTape" in detail:
-            raise Mismatch(_text("one_tape", lang, raised=raised.rstrip("."))) from None
+            raise Mismatch(message("ch01.one_tape", lang, raised=raised.rstrip("."))) from None
         if isinstance(err, TypeError) and "received None" in detail:
-            raise Mismatch(_text("not_watched", lang, raised=raised.rstrip("."))) from None
+            raise Mismatch(message("ch01.not_watched", lang, raised=raised.rstrip("."))) from None
         raise Mismatch(raised) from None
 
 
-@exercise("ch01-ex2", MESSAGES, answer="second_derivative")
+@exercise("ch01-ex2", answer="second_derivative")
 def check_second_derivative(answer, lang):
     for text, f, x, first, expected in CASES:
-        where = _text("where", lang, f=text, x=x)
+        where = fragment("ch01.where", lang, f=text, x=x)
         result = _call_second(answer, f, x, lang, where)
         if result is None:
             key = "second_none" if expected == 0 else "none_unconnected"
-            raise Mismatch(_text(key, lang, f=text, x=x, expected=fmt(expected)))
+            raise Mismatch(message("ch01." + key, lang, f=text, x=x, expected=fmt(expected)))
         got = float(as_array(result, lang=lang, what="result", where=where, shape=()))
-        if _close(got, expected):
+        if matches(got, expected):
             continue
         values = dict(f=text, x=x, got=fmt(got), expected=fmt(expected))
         if got == 0:
-            raise Mismatch(_text("zero_unconnected", lang, **values))
-        if _close(got, first):
-            raise Mismatch(_text("first_derivative", lang, **values))
-        raise Mismatch(_text("second_wrong", lang, **values))
-    return _text("passed", lang, n=len(CASES))
+            raise Mismatch(message("ch01.zero_unconnected", lang, **values))
+        if matches(got, first):
+            raise Mismatch(message("ch01.first_derivative", lang, **values))
+        raise Mismatch(message("ch01.second_wrong", lang, **values))
+    return message("ch01.passed", lang, n=len(CASES))
 
 
 # -- ch01-ex3: train(loss_fn, w, steps) ---------------------------------------------
@@ -324,10 +160,6 @@ ALSO = {"no_projection": dict(projection="box", before_step=True),
         "box": dict(projection="box", every_step=False)}
 
 
-def _close_to(a, b) -> bool:
-    return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
-
-
 class _RecordingLoss:
     """The loss_fn the check passes to the reader's ``train``: a quadratic bowl that
     notes whether it was called with something other than the reader's variable."""
@@ -361,18 +193,18 @@ class _RecordingLoss:
 
 def _diagnosis(loss: _RecordingLoss, lang: str, raised: str):
     if loss.saw_assign_result:
-        return Mismatch(_text("assign_rebound", lang, raised=raised))
+        return Mismatch(message("ch01.assign_rebound", lang, raised=raised))
     if loss.saw_other_variable:
-        return Mismatch(_text("new_variable", lang, raised=raised))
+        return Mismatch(message("ch01.new_variable", lang, raised=raised))
     if loss.saw_tensor:
-        return Mismatch(_text("still_tensor", lang, raised=raised))
+        return Mismatch(message("ch01.still_tensor", lang, raised=raised))
     return None
 
 
-@exercise("ch01-ex3", MESSAGES, answer="train")
+@exercise("ch01-ex3", answer="train")
 def check_train(answer, lang):
     for target, scale, w0, steps in TRAIN_CASES:
-        where = _text("case", lang, loss=_loss_text(target, scale), w0=fmt(np.asarray(w0)), steps=steps)
+        where = fragment("ch01.case", lang, loss=_loss_text(target, scale), w0=fmt(np.asarray(w0)), steps=steps)
         w = tf.Variable(np.asarray(w0, np.float32))
         loss = _RecordingLoss(target, scale, w)
         try:
@@ -388,22 +220,22 @@ def check_train(answer, lang):
         if np.allclose(got, expected, rtol=1e-4, atol=1e-5):
             if np.allclose(held, expected, rtol=1e-4, atol=1e-5):
                 continue
-            raise Mismatch(where + _text("not_in_place", lang, got=fmt(got), held=fmt(held)))
+            raise Mismatch(where + message("ch01.not_in_place", lang, got=fmt(got), held=fmt(held)))
         norm, expected_norm = float(np.linalg.norm(got)), float(np.linalg.norm(expected))
         values = dict(got=fmt(got), expected=fmt(expected), norm=fmt(norm))
         for key, options in (("project_once", dict(every_step=False)), ("box", dict(projection="box")),
                              ("before_step", dict(before_step=True)), ("no_projection", dict(projection="none"))):
             wrong = _projected_descent(target, scale, w0, steps, **options)
-            if not _close_to(wrong, expected) and _close_to(got, wrong):
+            if not matches(wrong, expected) and matches(got, wrong):
                 also = ALSO.get(key)  # a combined mistake that ends at the same w on this case is named too
-                same = also is not None and _close_to(got, _projected_descent(target, scale, w0, steps, **also))
-                raise Mismatch(where + _text(key, lang, also=_text(key + "_also", lang) if same else "", **values))
+                same = also is not None and matches(got, _projected_descent(target, scale, w0, steps, **also))
+                raise Mismatch(where + message("ch01." + key, lang, also=message("ch01." + key + "_also", lang) if same else "", **values))
         if norm > 1 + 1e-4:
-            raise Mismatch(where + _text("not_projected", lang, got=fmt(got), norm=fmt(norm),
+            raise Mismatch(where + message("ch01.not_projected", lang, got=fmt(got), norm=fmt(norm),
                                          expected=fmt(expected)))
         if abs(norm - 1) < 1e-4 and expected_norm < 1 - 1e-3:
-            raise Mismatch(where + _text("sphere", lang, got=fmt(got), expected=fmt(expected),
+            raise Mismatch(where + message("ch01.sphere", lang, got=fmt(got), expected=fmt(expected),
                                          norm=fmt(expected_norm)))
         raise (_diagnosis(loss, lang, where) or
-               Mismatch(where + _text("train_wrong", lang, got=fmt(got), expected=fmt(expected))))
-    return _text("train_passed", lang, n=len(TRAIN_CASES))
+               Mismatch(where + message("ch01.train_wrong", lang, got=fmt(got), expected=fmt(expected))))
+    return message("ch01.train_passed", lang, n=len(TRAIN_CASES))

@@ -1,0 +1,147 @@
+"""One table of wrong answers and the message key each must get, for every check.
+
+The key (``Feedback.key``, a catalogue key) is asserted, not English words, and
+in both languages: the Chinese feedback must name the same mistake.  The
+generic rows are the answers every check must survive (an exception, None,
+NaN, a wrong shape, a string, an integer dtype, a wrong signature, no
+function at all); the fuzzer (``test_fuzz_checks.py``) tries hundreds more
+but asserts only that the feedback is well-formed, so this table pins down
+*which* message each gets.  The chapter rows are typical mistakes with a
+message of their own.
+"""
+
+import functools
+
+import gradlib
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from chapter_solutions import reference_solutions
+from gradlib import exercises
+from gradlib.classroom.catalogue import catalogue
+from tools.notebooks import ROOT
+
+
+@functools.lru_cache(maxsize=None)
+def references():
+    """{exercise id: the chapter's reference solution}, from the English chapters."""
+    return {exercise: answer for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
+            for exercise, answer, _, _ in reference_solutions(md)}
+
+
+def reference(exercise_id):
+    """The chapter's own reference solution of ``exercise_id`` (English edition), read by chapter_solutions:
+    the tests use these, never copies of their own."""
+    return references()[exercise_id]
+
+# -- every check -----------------------------------------------------------------------------
+
+GENERIC = {
+    "raises": lambda *a: 1 / 0,
+    "returns None": lambda *a: None,
+    "returns NaN": lambda *a: a[0] * float("nan") if tf.is_tensor(a[0]) else float("nan"),
+    "wrong shape": lambda *a: tf.zeros([7, 7]),
+    "returns a str": lambda *a: "text",
+    "int32": lambda *a: tf.ones(tf.shape(a[0]), tf.int32) if tf.is_tensor(a[0]) else tf.constant(1),
+    "no parameters": lambda: 1.0,
+    "not callable": 42,
+}
+
+# What each generic answer gets where it differs from the common message of its row.
+COMMON_KEY = {"raises": "common.raised", "returns None": "common.none", "returns NaN": "common.nan",
+              "wrong shape": "common.shape", "returns a str": "common.not_numeric", "int32": "common.dtype",
+              "no parameters": "common.raised", "not callable": "common.not_callable"}
+SPECIAL = {
+    ("ch01-ex2", "returns None"): "ch01.none_unconnected",   # None: the inner gradient was unconnected
+    ("ch01-ex3", "returns NaN"): "common.shape",              # a scalar NaN for a vector w
+    ("ch02-ex4", "returns NaN"): "common.shape",              # w * NaN is a vector, the loss a scalar
+    ("ch03-ex1", "returns None"): "ch03-ex1.none",
+    ("ch03-ex1", "returns NaN"): "ch03-ex1.not_tensor",       # a grad function returns a tuple of tensors
+    ("ch03-ex1", "wrong shape"): "ch03-ex1.one",
+    ("ch03-ex1", "returns a str"): "ch03-ex1.not_tensor",
+    ("ch03-ex1", "int32"): "ch03-ex1.one",
+    ("ch03-ex2", "returns None"): "ch03-ex2.none",
+    ("ch03-ex2", "wrong shape"): "ch03-ex2.shape",
+    ("ch03-ex2", "returns a str"): "ch03-ex2.not_tensor",
+    ("ch04-ex1", "returns NaN"): "ch04.mismatch",             # ch04 compares NaN values point by point
+    ("ch04-ex2", "returns NaN"): "ch04.overflow",
+    ("ch04-ex3", "returns NaN"): "ch04.mismatch",
+    ("ch06-ex2", "returns None"): "ch06.number_none",         # ex2 asks for a number, not a tensor
+    ("ch06-ex2", "int32"): "ch06.schedule_plus_one",          # the number 1 at p = 0: the schedule without its "- 1"
+}
+
+# -- typical mistakes with a message of their own ------------------------------------------------
+
+
+def _ste(surrogate):
+    return lambda x: surrogate(x) + tf.stop_gradient(tf.sign(x) - surrogate(x))
+
+
+def _reversal(scale_of_lam):
+    def answer(x, lam):
+        @tf.custom_gradient
+        def op(v):
+            return tf.identity(v), lambda dy: scale_of_lam(lam) * dy
+        return op(x)
+    return answer
+
+
+CHAPTER = [
+    ("ch02-ex1", "plain straight-through", _ste(lambda x: x), "ch02.ste_unclipped"),
+    ("ch02-ex1", "tanh surrogate", _ste(tf.tanh), "ch02.ste_tanh"),
+    ("ch02-ex1", "sign only", tf.sign, "ch02.ste_all_zero"),
+    ("ch02-ex1", "clip as the value", lambda x: tf.clip_by_value(x, -1.0, 1.0), "ch02.ste_forward_clip"),
+    ("ch02-ex1", "gradlib.straight_through",
+     lambda x: gradlib.straight_through(tf.sign, lambda v: tf.clip_by_value(v, -1.0, 1.0))(x),
+     "ch02.straight_through"),
+    ("ch02-ex2", "value scaled too", lambda x, s: s * x, "ch02.scaled_value"),
+    ("ch02-ex2", "stopped x plus s x", lambda x, s: tf.stop_gradient(x) + s * x, "ch02.scaled_sum"),
+    ("ch06-ex1", "identity", lambda x, lam: tf.identity(x), "ch06.grad_sign"),   # at lam = 1: +1, not -1
+    ("ch06-ex1", "lam without the minus", _reversal(lambda lam: lam), "ch06.grad_sign"),
+    ("ch06-ex1", "minus one whatever lam", _reversal(lambda lam: -1.0), "ch06.grad_ignores_lam"),
+    ("ch06-ex2", "schedule plus one", lambda p: 2.0 / (1.0 + np.exp(-10.0 * p)), "ch06.schedule_plus_one"),
+    ("ch05-ex1", "bool", lambda x, clip: tf.cast(x > 0, tf.bool), "common.dtype"),
+    ("ch05-ex1", "None instead of a function", None, "common.not_callable"),
+    ("ch06-ex3", "returns the model", lambda *a: a[0], "common.not_numeric"),
+    ("ch06-ex3", "a Python float", lambda *a: 1.5, "common.not_tensor"),
+    ("ch06-ex2", "sigmoid", lambda p: 1.0 / (1.0 + np.exp(-10.0 * p)), "ch06.schedule_sigmoid"),
+]
+
+
+def rows():
+    for exercise_id in exercises.exercise_ids():
+        for name, answer in GENERIC.items():
+            key = SPECIAL.get((exercise_id, name), COMMON_KEY[name])
+            yield pytest.param(exercise_id, answer, key, id=f"{exercise_id}-{name}")
+    for exercise_id, name, answer, key in CHAPTER:
+        yield pytest.param(exercise_id, answer, key, id=f"{exercise_id}-{name}")
+
+
+def test_the_special_rows_name_real_cases():
+    ids = set(exercises.exercise_ids())
+    assert {e for e, _ in SPECIAL} <= ids and {name for _, name in SPECIAL} <= set(GENERIC)
+    assert {e for e, *_ in CHAPTER} <= ids
+
+
+def expect_key(exercise_id, answer, key):
+    """``answer`` fails ``exercise_id`` with the message ``key``, in English and in Chinese
+    (the chapters' test modules use this for their own tables of mistakes)."""
+    en = exercises.check(exercise_id, answer, lang="en")
+    zh = exercises.check(exercise_id, answer, lang="zh")
+    assert (en.passed, en.key) == (False, key), en.message
+    assert (zh.passed, zh.key) == (False, key), zh.message
+    assert en.message != zh.message
+
+
+@pytest.mark.parametrize("exercise_id, answer, key", list(rows()))
+def test_a_wrong_answer_gets_its_message(exercise_id, answer, key):
+    expect_key(exercise_id, answer, key)
+
+
+@pytest.mark.parametrize("exercise_id", exercises.exercise_ids())
+def test_a_correct_answer_gets_its_chapters_success_message(exercise_id):
+    for lang in ("en", "zh"):
+        feedback = exercises.check(exercise_id, reference(exercise_id), lang=lang)
+        assert feedback.passed and feedback.key in catalogue(lang), feedback
+        assert feedback.key.startswith(exercise_id[:4]) and "passed" in feedback.key, feedback.key
