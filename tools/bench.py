@@ -91,7 +91,7 @@ if __name__ == "__main__":  # as a command: the build's kernel environment here 
     book.kernel().apply("build")
 
 # The floor's code and the ratio rule have one home: the appendix's tables.
-from gradlib.book.benchmarks import FLOOR_SOURCE, _ratio as ratio  # noqa: E402
+from gradlib.book.benchmarks import FLOOR_SOURCE, ratio  # noqa: E402
 
 REPO = book.ROOT
 

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["LATEST", "latest", "report"]
+__all__ = ["LATEST", "latest", "report"]  # FLOOR_SOURCE and ratio are for tools/bench.py
 
 LATEST = Path(__file__).with_name("bench-latest.json")
 FLOOR_SOURCE = "import tensorflow as tf"
@@ -84,7 +84,8 @@ def latest(path: Optional[Path] = None) -> Optional[dict]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _ratio(value, reference):
+def ratio(value, reference):
+    """``value / reference``, or None when either is missing (or the reference is 0)."""
     if value is None or not reference:
         return None
     return value / reference
@@ -110,12 +111,12 @@ def build_table(results: dict, lang: str = "en") -> str:
     samples = results.get("floor_samples_s") or []
     label = _t("floor", lang, source=FLOOR_SOURCE) + (_t("median_of", lang, n=len(samples)) if samples else "")
     rows = [(label, floor, 1.0 if floor else None, None)]
-    rows += [(_t("chapter", lang, name=name), entry["seconds"], _ratio(entry["seconds"], floor), None)
+    rows += [(_t("chapter", lang, name=name), entry["seconds"], ratio(entry["seconds"], floor), None)
              for name, entry in results.get("chapters", {}).items()]
     if cold is not None:
-        rows.append((_t("cold", lang), cold, _ratio(cold, floor), 1.0))
+        rows.append((_t("cold", lang), cold, ratio(cold, floor), 1.0))
     if warm is not None:
-        rows.append((_t("warm", lang), warm, _ratio(warm, floor), _ratio(warm, cold)))
+        rows.append((_t("warm", lang), warm, ratio(warm, floor), ratio(warm, cold)))
     headers = [_t(k, lang) for k in ("measurement", "seconds", "x_floor", "x_cold")]
     return "\n".join(_table(headers, [(label, _num(s), _num(f, "×"), _num(c, "×")) for label, s, f, c in rows]))
 
