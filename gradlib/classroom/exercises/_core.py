@@ -471,6 +471,90 @@ def _elementwise_pass(spec: Elementwise, answer: Callable, x: np.ndarray, params
                         hint, lang))
 
 
+def first_mistake(got: Any, expected: Any, mistakes: Sequence[Tuple[str, Any]], *,
+                  rtol: float = 1e-4, atol: float = 1e-6) -> Optional[str]:
+    """The key of the first typical mistake that ``got`` reproduces; None if it reproduces none.
+
+    ``mistakes`` holds (key, value of that wrong answer) pairs; a wrong value
+    that equals ``expected`` here (the mistake does not show at this point)
+    is skipped.  Both comparisons use ``rtol`` and ``atol``.
+    """
+    for key, wrong in mistakes:
+        if not matches(wrong, expected, rtol, atol) and matches(got, wrong, rtol, atol):
+            return key
+    return None
+
+
+# -- checks as data: a function of one number, a value-only reference ----------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Scalar:
+    """The check of a function of one number that returns one number, as data: :func:`check_scalar` runs it.
+
+    The answer is called as ``answer(p)`` for each of ``points`` (Python
+    floats).  It must return a real number (a Python or NumPy number or a 0-d
+    tensor; an integer counts) within ``rtol``/``atol`` of ``reference(p)``, a
+    NumPy formula.  Messages are catalogue keys; the point is their
+    placeholder ``{name}``:
+
+    * ``where``: the prefix fragment of a problem at one point ("p = 0.5: ");
+    * ``what``: the fragment naming the value ("λ_p");
+    * ``none``: the message for None (field ``where``);
+    * ``wrong``: the message for a wrong value (fields ``got``, ``expected``);
+    * ``mistakes``: (key, formula) pairs, typical wrong answers; the first
+      whose formula the answer reproduces at the point (:func:`first_mistake`)
+      gives the hint appended to ``wrong``.
+    """
+
+    points: Sequence[float]
+    reference: Callable[[float], float]
+    name: str
+    where: str
+    what: str
+    none: str
+    wrong: str
+    mistakes: Sequence[Tuple[str, Callable[[float], float]]] = ()
+    rtol: float = 1e-4
+    atol: float = 1e-6
+
+
+def check_scalar(spec: Scalar, answer: Callable, lang: str) -> List[float]:
+    """Run a :class:`Scalar` spec on the reader's ``answer``; raise :class:`Mismatch` on the first problem.
+
+    Returns the answer's values at ``spec.points``, in order.
+    """
+    values = []
+    for p in spec.points:
+        point = {spec.name: fmt(p)}
+        where = fragment(spec.where, lang, **point)
+        what = fragment(spec.what, lang)
+        value = call(answer, p, lang=lang, where=where)
+        if value is None:
+            raise Mismatch(message(spec.none, lang, where=where))
+        if isinstance(value, bool):
+            raise Mismatch(message("common.not_numeric", lang, where=where, kind="bool"))
+        array = to_array(value)
+        if array is None or array.dtype.kind not in "iufc":
+            raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
+        if array.dtype.kind == "c":
+            raise Mismatch(message("common.dtype", lang, where=where, what=what,
+                                   got=str(array.dtype), expected="float32"))
+        if array.shape != ():
+            raise Mismatch(message("common.shape", lang, where=where, what=what,
+                                   got=list(array.shape), expected=[]))
+        got = float(array)
+        if not np.isfinite(got):
+            raise Mismatch(message("common.nan", lang, where=where, what=what))
+        expected = spec.reference(p)
+        if not np.isclose(got, expected, rtol=spec.rtol, atol=spec.atol):
+            mistake = first_mistake(got, expected, [(key, formula(p)) for key, formula in spec.mistakes],
+                                    rtol=spec.rtol, atol=spec.atol)
+            raise Mismatch(join(message(spec.wrong, lang, got=fmt(got), expected=fmt(expected), **point),
+                                message(mistake, lang) if mistake else "", lang))
+        values.append(got)
+    return values
+
+
 def kink_and_random_points(kinks: Sequence[float], *, low: float = -3.0, high: float = 3.0,
                            count: int = 24, seed: int = 0) -> np.ndarray:
     """The kink points first (so they are reported first), then seeded random points."""

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Elementwise, Mismatch, as_array, call, check_elementwise, exercise, fmt, fragment,
+from ._core import (Elementwise, Mismatch, as_array, call, check_elementwise, exercise, first_mistake, fmt, fragment,
                     kink_and_random_points, matches, message, raised, refuse_library,
                     require_tensor, to_array)
 
@@ -227,10 +227,10 @@ def _value_message(value: float, expected: float, case: dict, where: str, lang: 
     """The message for a wrong loss value; the wrong masks and two common slips (no 1/2, a sum) are named."""
     values = dict(where=where, got=fmt(value), expected=fmt(expected))
     if np.all(np.isfinite(case["phi_next"])):
-        for key, wrong in td_wrong_masks(case["w"], case["phi"], case["phi_next"], case["reward"], case["done"],
-                                         case["gamma"]).items():
-            if np.isclose(value, wrong, rtol=1e-4) and not np.isclose(wrong, expected, rtol=1e-4):
-                return message("ch02." + key, lang, **values)
+        key = first_mistake(value, expected, td_wrong_masks(case["w"], case["phi"], case["phi_next"], case["reward"],
+                                                            case["done"], case["gamma"]).items(), rtol=1e-4, atol=1e-8)
+        if key is not None:
+            return message("ch02." + key, lang, **values)
     n = len(case["reward"])
     if not np.isclose(expected, 0, atol=1e-6):
         if np.isclose(value, 2 * expected, rtol=1e-4):

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...logs import captured_tf_warnings
-from ._core import (Mismatch, as_array, call, describe, exercise, first_mismatch, fmt, fragment, join,
+from ._core import (Mismatch, Scalar, as_array, call, check_scalar, describe, exercise, first_mismatch, fmt, fragment, join,
                     kink_and_random_points, message, probe, refuse_library, require_tensor,
                     to_array, value_mismatch)
 
@@ -442,45 +442,18 @@ def lambda_reference(p: float) -> float:
     return 2.0 / (1.0 + np.exp(-10.0 * p)) - 1.0
 
 
-def _schedule_hint(got: float, p: float, lang: str) -> str:
-    ref = lambda_reference(p)
-    candidates = (
-        ("schedule_plus_one", ref + 1.0),
-        ("schedule_sign", -ref),
-        ("schedule_sigmoid", 1.0 / (1.0 + np.exp(-10.0 * p))),
-        ("schedule_gamma", 2.0 / (1.0 + np.exp(-p)) - 1.0),
-    )
-    for key, value in candidates:
-        if not np.isclose(value, ref) and np.isclose(got, value, rtol=1e-4, atol=1e-6):
-            return message("ch06." + key, lang)
-    return ""
+# The schedule, its reference, and the typical wrong schedules each with the key of its hint.
+SCHEDULE = Scalar(
+    points=PROGRESS, reference=lambda_reference, name="p", where="ch06.at_p", what="ch06.lam_word",
+    none="ch06.number_none", wrong="ch06.schedule_value",
+    mistakes=(("ch06.schedule_plus_one", lambda p: lambda_reference(p) + 1.0),
+              ("ch06.schedule_sign", lambda p: -lambda_reference(p)),
+              ("ch06.schedule_sigmoid", lambda p: 1.0 / (1.0 + np.exp(-10.0 * p))),
+              ("ch06.schedule_gamma", lambda p: 2.0 / (1.0 + np.exp(-p)) - 1.0)))
 
 
 @exercise("ch06-ex2", answer="dann_lambda")
 def check_dann_lambda(answer, lang):
-    last = None
-    for p in PROGRESS:
-        where = fragment("ch06.at_p", lang, p=fmt(p))
-        value = call(answer, p, lang=lang, where=where)
-        if value is None:
-            raise Mismatch(message("ch06.number_none", lang, where=where))
-        if isinstance(value, bool):
-            raise Mismatch(message("common.not_numeric", lang, where=where, kind="bool"))
-        array = to_array(value)
-        if array is None or array.dtype.kind not in "iufc":
-            raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
-        if array.dtype.kind == "c":
-            raise Mismatch(message("common.dtype", lang, where=where, what=fragment("ch06.lam_word", lang),
-                                   got=str(array.dtype), expected="float32"))
-        if array.shape != ():
-            raise Mismatch(message("common.shape", lang, where=where, what=fragment("ch06.lam_word", lang),
-                                   got=list(array.shape), expected=[]))
-        got = float(array)
-        if not np.isfinite(got):
-            raise Mismatch(message("common.nan", lang, where=where, what=fragment("ch06.lam_word", lang)))
-        expected = lambda_reference(p)
-        if not np.isclose(got, expected, rtol=1e-4, atol=1e-6):
-            raise Mismatch(join(message("ch06.schedule_value", lang, p=fmt(p), got=fmt(got), expected=fmt(expected)),
-                                _schedule_hint(got, p, lang), lang))
-        last = got
-    return message("ch06.ex2_passed", lang, ps="{" + ", ".join(fmt(p) for p in PROGRESS) + "}", last=f"{last:.5f}")
+    values = check_scalar(SCHEDULE, answer, lang)
+    return message("ch06.ex2_passed", lang, ps="{" + ", ".join(fmt(p) for p in PROGRESS) + "}",
+                   last=f"{values[-1]:.5f}")
