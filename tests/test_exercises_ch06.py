@@ -16,6 +16,9 @@ from gradlib import exercises
 from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch06
 
+# Feedback is asserted by its catalogue key; the message text is asserted only where it shows a
+# formatted number or a filled-in placeholder (a point, λ, a coefficient) that the key cannot.
+
 
 # -- reference solutions (as in the chapter) and variants -------------------------
 
@@ -135,12 +138,8 @@ def test_ex1_trick_is_rejected_because_it_is_not_bit_exact():
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 0.5, at x = ")
     assert feedback.key == "ch06.not_exact" and "of 202 values do" in feedback.message
-    assert "tf.identity(x)" in feedback.message
     zh = exercises.check("ch06-ex1", grl_trick_textbook, lang="zh")
     assert zh.message.startswith("当 λ = 0.5 时，在 x = ") and zh.key == "ch06.not_exact"
-
-
-LIBRARY = "your code uses gradlib's own reversal (gradlib.gradient_reversal or the GradientReversal layer)"
 
 
 @pytest.mark.parametrize("answer", [
@@ -152,7 +151,7 @@ LIBRARY = "your code uses gradlib's own reversal (gradlib.gradient_reversal or t
 ], ids=["function", "called", "module", "layer", "wrong-and-called"])
 def test_ex1_refuses_gradlibs_own_reversal(answer):
     feedback = exercises.check("ch06-ex1", answer)
-    assert not feedback.passed and feedback.message.startswith(LIBRARY)
+    assert not feedback.passed and feedback.key == "ch06.library"
     zh = exercises.check("ch06-ex1", answer, lang="zh")
     assert not zh.passed and zh.key == "ch06.library"
 
@@ -182,7 +181,7 @@ def test_ex1_a_gradient_for_lam_is_refused(answer):
     assert not feedback.passed
     assert feedback.message == (f"with λ = 0.3 (a tensor), lam itself gets a gradient ({got} for an upstream "
                                 "gradient of 1): λ is a setting, not a parameter, so grad_fn must return None for it.")
-    assert "应当为它返回 None" in exercises.check("ch06-ex1", answer, lang="zh").message
+    assert exercises.check("ch06-ex1", answer, lang="zh").key == "ch06.lam_gradient"
 
 
 def test_ex1_exactness_message_shows_all_digits():
@@ -195,31 +194,32 @@ def test_ex1_exactness_message_shows_all_digits():
 def test_ex1_missing_lambda_gradient_is_explained():
     feedback = exercises.check("ch06-ex1", one_gradient)
     assert not feedback.passed
-    assert "one gradient per input" in feedback.message and feedback.key == "ch06.gradient_count"
-    assert "expected to return 2 gradients" in feedback.message
-    assert "每个输入各返回一个梯度" in exercises.check("ch06-ex1", one_gradient, lang="zh").message
+    assert feedback.key == "ch06.gradient_count"
+    assert "expected to return 2 gradients" in feedback.message  # TensorFlow's detail, filled in
+    assert exercises.check("ch06-ex1", one_gradient, lang="zh").key == "ch06.gradient_count"
 
 
 def test_ex1_wrong_sign_is_named():
     feedback = exercises.check("ch06-ex1", wrong_sign)
     assert not feedback.passed
-    assert feedback.message == ("with λ = 1, at x = 0: your gradient is 1; expected -1. "
-                                "The sign is wrong: the layer multiplies the gradient by −λ, not by λ.")
-    assert exercises.check("ch06-ex1", wrong_sign, lang="zh").message.startswith("当 λ = 1 时，在 x = 0 处，你的梯度为 1，应为 -1。")
+    assert feedback.message.startswith("with λ = 1, at x = 0: your gradient is 1; expected -1. ")
+    assert feedback.key == "ch06.grad_sign"
+    zh = exercises.check("ch06-ex1", wrong_sign, lang="zh")
+    assert zh.message.startswith("当 λ = 1 时，在 x = 0 处，你的梯度为 1，应为 -1。") and zh.key == "ch06.grad_sign"
 
 
 def test_ex1_ignoring_lambda_gets_the_issue_example():
     feedback = exercises.check("ch06-ex1", ignores_lambda)
     assert not feedback.passed
-    assert feedback.message == ("with λ = 0.5, at x = 0: your gradient is -1; expected -0.5. "
-                                "Your gradient is −dy whatever λ is: multiply by λ as well.")
+    assert feedback.message.startswith("with λ = 0.5, at x = 0: your gradient is -1; expected -0.5. ")
+    assert feedback.key == "ch06.grad_ignores_lam"
 
 
 def test_ex1_identity_is_not_reversed():
     feedback = exercises.check("ch06-ex1", not_reversed)
     assert not feedback.passed
     assert "your gradient is 1; expected -1" in feedback.message
-    assert "sign" in feedback.message  # with λ = 1, +dy is the wrong sign
+    assert feedback.key == "ch06.grad_sign"  # with λ = 1, +dy is the wrong sign
 
 
 def test_ex1_identity_at_half_gets_the_not_reversed_hint():
@@ -235,31 +235,30 @@ def test_ex1_identity_at_half_gets_the_not_reversed_hint():
 def test_ex1_ignoring_the_upstream_gradient_is_caught():
     feedback = exercises.check("ch06-ex1", ignores_upstream)
     assert not feedback.passed
-    assert "with an upstream gradient of" in feedback.message and feedback.key == "ch06.upstream"
-    assert "上游梯度为" in exercises.check("ch06-ex1", ignores_upstream, lang="zh").message
+    assert feedback.key == "ch06.upstream"
+    assert exercises.check("ch06-ex1", ignores_upstream, lang="zh").key == "ch06.upstream"
 
 
 def test_ex1_numpy_inside_tf_function_is_explained():
     feedback = exercises.check("ch06-ex1", uses_numpy)
     assert not feedback.passed
-    assert "inside a tf.function" in feedback.message and feedback.key == "ch06.function_raised"
-    assert "符号张量" in exercises.check("ch06-ex1", uses_numpy, lang="zh").message
+    assert feedback.key == "ch06.function_raised"
+    assert exercises.check("ch06-ex1", uses_numpy, lang="zh").key == "ch06.function_raised"
 
 
 def test_ex1_lambda_frozen_at_trace_time_is_explained():
     feedback = exercises.check("ch06-ex1", frozen_at_trace)
     assert not feedback.passed
     assert feedback.message.startswith("with λ = 1.5 (a tf.Variable set by assign, inside a tf.function), at x = ")
-    assert feedback.key == "ch06.function_stale" and feedback.key == "ch06.function_stale"
-    assert "float(lam)" not in feedback.message  # AutoGraph makes float(lam) of a variable harmless
-    assert "旧的 λ" in exercises.check("ch06-ex1", frozen_at_trace, lang="zh").message
+    assert feedback.key == "ch06.function_stale"  # not a hint about float(lam): AutoGraph makes it harmless
+    assert exercises.check("ch06-ex1", frozen_at_trace, lang="zh").key == "ch06.function_stale"
 
 
 def test_ex1_forward_that_scales_is_rejected():
     feedback = exercises.check("ch06-ex1", lambda x, lam: -lam * x)
     assert not feedback.passed
-    assert feedback.message == ("with λ = 1, at x = 1.5: your value is -1.5; expected 1.5. "
-                                "The forward pass must return x unchanged, whatever λ is.")
+    assert feedback.message.startswith("with λ = 1, at x = 1.5: your value is -1.5; expected 1.5. ")
+    assert feedback.key == "ch06.forward_identity"
 
 
 def test_ex1_answer_that_only_handles_vectors_is_rejected():
@@ -267,7 +266,7 @@ def test_ex1_answer_that_only_handles_vectors_is_rejected():
         return reverse_gradient(tf.reshape(x, [-1]), lam)
 
     feedback = exercises.check("ch06-ex1", vector_only)
-    assert not feedback.passed and "shape [12]; expected [3, 4]" in feedback.message
+    assert not feedback.passed and feedback.key == "common.shape" and "shape [12]; expected [3, 4]" in feedback.message
     assert feedback.message.startswith("for a 3×4 input, with λ = 0.5, ")
 
 
@@ -332,41 +331,37 @@ def test_ex3_correct_answers_pass(answer, lang):
 PREFIX = "with λ = 0.5: one step of gradient descent on your loss gives the features "
 
 
-@pytest.mark.parametrize("answer, coefficients, hint, zh_hint", [
+@pytest.mark.parametrize("answer, coefficients, key", [
     # the colleague's code, unchanged
     (COLLEAGUE, "1 × ∇L_y and 0.25 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y (DANN: 1) and the "
-                "domain classifier -0.5 × ∇L_d", "That is the colleague's loss: the minus sign and the reversal "
-                "layer each flip", "这正是同事的损失"),
+                "domain classifier -0.5 × ∇L_d", "ch06.hint_colleague"),
     # the three likeliest wrong fixes: the paper's E without the reversal ...
     (dann_loss_variant(reverse=False, sign=-1.0, scale=True), "1 × ∇L_y and -0.5 × ∇L_d (DANN: 1 and -0.5), the label "
-     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier -0.5 × ∇L_d", "The features are right now, but the "
-     "domain classifier climbs L_d: a minus sign in front of L_d", "特征现在是对的，但领域分类器在沿 L_d 上升"),
+     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier -0.5 × ∇L_d", "ch06.hint_minus"),
     # ... the reversal kept and λ L_d added ...
     (dann_loss_variant(scale=True), "1 × ∇L_y and -0.25 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y "
-     "(DANN: 1) and the domain classifier 0.5 × ∇L_d", "λ acts twice", "λ 起了两次作用"),
+     "(DANN: 1) and the domain classifier 0.5 × ∇L_d", "ch06.hint_twice"),
     # ... and both flips removed
     (dann_loss_variant(reverse=False), "1 × ∇L_y and 1 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y "
-     "(DANN: 1) and the domain classifier 1 × ∇L_d", "Nothing reverses the features' share of ∇L_d", "没有任何东西翻转"),
-    (dann_loss_variant(reverse=False, scale=True), "1 × ∇L_y and 0.5 × ∇L_d", "Nothing reverses", "没有任何东西翻转"),
+     "(DANN: 1) and the domain classifier 1 × ∇L_d", "ch06.hint_cooperative"),
+    (dann_loss_variant(reverse=False, scale=True), "1 × ∇L_y and 0.5 × ∇L_d", "ch06.hint_cooperative"),
     # other mistakes with their own hint
-    (dann_loss_variant(reverse_label=True), "-0.5 × ∇L_y and -0.5 × ∇L_d", "through the reversal layer too",
-     "标签损失也经过反转层"),
+    (dann_loss_variant(reverse_label=True), "-0.5 × ∇L_y and -0.5 × ∇L_d", "ch06.hint_label_reversed"),
     (dann_loss_variant(reverse=False, reverse_after=True), "1 × ∇L_y and -0.5 × ∇L_d (DANN: 1 and -0.5), the label "
-     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier -0.5 × ∇L_d", "(or a reversal after the domain "
-     "classifier)", "放在领域分类器之后的反转层"),
-    (dann_loss_variant(reversal_lam=1.0), "1 × ∇L_y and -1 × ∇L_d", "not scaled by λ", "没有乘以 λ"),
+     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier -0.5 × ∇L_d", "ch06.hint_minus"),
+    (dann_loss_variant(reversal_lam=1.0), "1 × ∇L_y and -1 × ∇L_d", "ch06.hint_no_lambda"),
     (domain_stopped,
      "1 × ∇L_y and 0 × ∇L_d (DANN: 1 and -0.5), the label predictor 1 × ∇L_y (DANN: 1) and the domain classifier "
-     "0 × ∇L_d", "The domain classifier gets no gradient at all", "领域分类器完全得不到梯度"),
+     "0 × ∇L_d", "ch06.hint_domain_frozen"),
 ], ids=["colleague", "paper-E-no-reversal", "lambda-twice", "cooperative", "cooperative-scaled", "label-reversed",
         "reversal-after-head", "lambda-missing", "domain-stopped"])
-def test_ex3_wrong_fixes_are_named(answer, coefficients, hint, zh_hint):
+def test_ex3_wrong_fixes_are_named(answer, coefficients, key):
     feedback = exercises.check("ch06-ex3", answer)
     assert not feedback.passed
     assert feedback.message.startswith(PREFIX + coefficients), feedback.message
-    assert hint in feedback.message
+    assert feedback.key == key, feedback.message
     zh = exercises.check("ch06-ex3", answer, lang="zh")
-    assert not zh.passed and zh.message.startswith("当 λ = 0.5 时，对你的损失做一步梯度下降") and zh_hint in zh.message
+    assert not zh.passed and zh.message.startswith("当 λ = 0.5 时，对你的损失做一步梯度下降") and zh.key == key
 
 
 def dann_loss_summed(model, x_source, y_source, x_target, lam):  # reduce_sum where the colleague averages
@@ -382,23 +377,21 @@ def dann_loss_halved(model, x_source, y_source, x_target, lam):  # (L_y + L_d) /
     return dann_loss(model, x_source, y_source, x_target, lam) / 2
 
 
-@pytest.mark.parametrize("answer, coefficients, hint, zh_hint", [
+@pytest.mark.parametrize("answer, coefficients, key", [
     (dann_loss_summed, "10 × ∇L_y and -11 × ∇L_d (DANN: 1 and -0.5), the label predictor 10 × ∇L_y (DANN: 1) and "
-     "the domain classifier 22 × ∇L_d", "(10 source points for L_y, 22 points for L_d): did you sum the "
-     "per-example losses (reduce_sum)", "L_y 有 10 个源领域点，L_d 有 22 个点"),
+     "the domain classifier 22 × ∇L_d", "ch06.hint_sum"),
     (dann_loss_halved, "0.5 × ∇L_y and -0.25 × ∇L_d (DANN: 1 and -0.5), the label predictor 0.5 × ∇L_y (DANN: 1) "
-     "and the domain classifier 0.5 × ∇L_d", "Every coefficient is 0.5 × the DANN one", "每个系数都是 DANN 对应系数的 0.5 倍"),
+     "and the domain classifier 0.5 × ∇L_d", "ch06.hint_scaled"),
     (dann_loss_variant(reversal_lam=1.0, scale=True), "1 × ∇L_y and -0.5 × ∇L_d (DANN: 1 and -0.5), the label "
-     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier 0.5 × ∇L_d", "the domain classifier learns at λ times "
-     "the rate: that is the paper's Algorithm 1", "这是论文算法 1 的写法"),
+     "predictor 1 × ∇L_y (DANN: 1) and the domain classifier 0.5 × ∇L_d", "ch06.hint_paper"),
 ], ids=["summed", "halved", "paper-algorithm-1"])
-def test_ex3_scaled_losses_are_named(answer, coefficients, hint, zh_hint):
+def test_ex3_scaled_losses_are_named(answer, coefficients, key):
     feedback = exercises.check("ch06-ex3", answer)
     assert not feedback.passed
     assert feedback.message.startswith(PREFIX + coefficients), feedback.message
-    assert hint in feedback.message, feedback.message
+    assert feedback.key == key, feedback.message
     zh = exercises.check("ch06-ex3", answer, lang="zh")
-    assert not zh.passed and zh_hint in zh.message, zh.message
+    assert not zh.passed and zh.key == key, zh.message
 
 
 def test_ex3_a_per_domain_average_is_named():
@@ -413,24 +406,23 @@ def test_ex3_a_per_domain_average_is_named():
 
     feedback = exercises.check("ch06-ex3", per_domain)
     assert not feedback.passed and feedback.key == "ch06.not_combination", feedback.message
-    assert "没有像同事那样求 L_d 的平均" in exercises.check("ch06-ex3", per_domain, lang="zh").message
+    assert exercises.check("ch06-ex3", per_domain, lang="zh").key == "ch06.not_combination"
 
 
 def test_ex3_the_colleagues_code_fails_for_both_signs_of_the_reason():
     # the hint names both effects: the features help G_d, and G_d climbs L_d
-    message = exercises.check("ch06-ex3", COLLEAGUE).message
-    assert "the features help the domain classifier" in message and "climbs L_d" in message
+    assert exercises.check("ch06-ex3", COLLEAGUE).key == "ch06.hint_colleague"
 
 
 def test_ex3_a_loss_shifted_by_a_constant_has_the_right_gradients_but_is_refused():
     feedback = exercises.check("ch06-ex3", dann_loss_variant(shift=0.5))
     assert not feedback.passed
     label_loss, domain_loss = ch06.loss_references()[:2]
-    assert feedback.message == (f"with λ = 0.5: the gradients are right, but your loss is "
-                                f"{ch06.fmt(label_loss + domain_loss + 0.5)}, not L_y + L_d = "
-                                f"{ch06.fmt(label_loss + domain_loss)}. A constant changes no gradient, but return "
-                                "label_loss + domain_loss, so that a log of the loss shows the two losses DANN trains on.")
-    assert "梯度都对" in exercises.check("ch06-ex3", dann_loss_variant(shift=0.5), lang="zh").message
+    assert feedback.message.startswith(f"with λ = 0.5: the gradients are right, but your loss is "
+                                       f"{ch06.fmt(label_loss + domain_loss + 0.5)}, not L_y + L_d = "
+                                       f"{ch06.fmt(label_loss + domain_loss)}. ")
+    assert feedback.key == "ch06.loss_value"
+    assert exercises.check("ch06-ex3", dann_loss_variant(shift=0.5), lang="zh").key == "ch06.loss_value"
 
 
 def test_ex3_a_term_outside_the_two_losses_is_reported():
@@ -439,9 +431,8 @@ def test_ex3_a_term_outside_the_two_losses_is_reported():
 
     feedback = exercises.check("ch06-ex3", extra_term)
     assert not feedback.passed
-    assert feedback.message.startswith("with λ = 0.5: the gradient your loss gives the features is not a multiple "
-                                       "of the gradients of L_y and L_d")
-    assert "特征的梯度" in exercises.check("ch06-ex3", extra_term, lang="zh").message
+    assert feedback.message.startswith("with λ = 0.5: ") and feedback.key == "ch06.not_combination"
+    assert exercises.check("ch06-ex3", extra_term, lang="zh").key == "ch06.not_combination"
 
 
 def test_ex3_a_wrong_answer_at_the_second_lambda_only_is_caught():
@@ -459,7 +450,8 @@ def test_ex3_per_example_losses_have_the_wrong_shape():
         return tf.nn.sigmoid_cross_entropy_with_logits(y_source, model.label(model.features(x_source)))
 
     feedback = exercises.check("ch06-ex3", per_example)
-    assert not feedback.passed and feedback.message == "with λ = 0.5: your loss has shape [10, 1]; expected []."
+    assert not feedback.passed and feedback.key == "common.shape"
+    assert feedback.message == "with λ = 0.5: your loss has shape [10, 1]; expected []."
 
 
 def test_ex3_references_match_tensorflow():
@@ -508,33 +500,36 @@ def test_ex2_correct_answers_pass(answer, lang):
 
 
 @pytest.mark.parametrize(
-    "answer, start, hint",
+    "answer, start, key",
     [
-        (lambda p: 2 / (1 + math.exp(-10 * p)), "at p = 0: your λ_p is 1; expected 0.", "dropped the “− 1”"),
-        (lambda p: 2 / (1 + math.exp(10 * p)) - 1, "at p = 0.05: your λ_p is -0.244919; expected 0.244919.", "−10p, not +10p"),
-        (lambda p: 1 / (1 + math.exp(-10 * p)), "at p = 0: your λ_p is 0.5; expected 0.", "2σ(10p) − 1"),
-        (lambda p: 2 / (1 + math.exp(-p)) - 1, "at p = 0.05: your λ_p is 0.0249948; expected 0.244919.", "γ = 10"),
+        (lambda p: 2 / (1 + math.exp(-10 * p)), "at p = 0: your λ_p is 1; expected 0.", "ch06.schedule_plus_one"),
+        (lambda p: 2 / (1 + math.exp(10 * p)) - 1, "at p = 0.05: your λ_p is -0.244919; expected 0.244919.",
+         "ch06.schedule_sign"),
+        (lambda p: 1 / (1 + math.exp(-10 * p)), "at p = 0: your λ_p is 0.5; expected 0.", "ch06.schedule_sigmoid"),
+        (lambda p: 2 / (1 + math.exp(-p)) - 1, "at p = 0.05: your λ_p is 0.0249948; expected 0.244919.",
+         "ch06.schedule_gamma"),
     ],
 )
-def test_ex2_typical_mistakes_are_named(answer, start, hint):
+def test_ex2_typical_mistakes_are_named(answer, start, key):
     feedback = exercises.check("ch06-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith(start) and hint in feedback.message
+    assert feedback.message.startswith(start) and feedback.key == key
     zh = exercises.check("ch06-ex2", answer, lang="zh")
-    assert zh.message.startswith("在 p = ") and not zh.passed
+    assert zh.message.startswith("在 p = ") and not zh.passed and zh.key == key
 
 
 def test_ex2_none_asks_for_a_number_not_a_tensor():
     feedback = exercises.check("ch06-ex2", lambda p: None)
-    assert feedback.message == "p = 0: your function returned None; return the number λ_p (a Python float is fine)."
-    zh = exercises.check("ch06-ex2", lambda p: None, lang="zh").message
-    assert zh == "在 p = 0 处，你的函数返回了 None；请返回数值 λ_p（Python 浮点数即可）。"
+    assert feedback.key == "ch06.number_none" and feedback.message.startswith("p = 0: ")
+    zh = exercises.check("ch06-ex2", lambda p: None, lang="zh")
+    assert zh.key == "ch06.number_none" and zh.message.startswith("在 p = 0 处")
 
 
 def test_ex2_other_wrong_values_get_the_plain_message():
     feedback = exercises.check("ch06-ex2", lambda p: p)
     assert not feedback.passed
-    assert feedback.message == "at p = 0.05: your λ_p is 0.05; expected 0.244919."
+    assert feedback.key == "ch06.schedule_value"
+    assert feedback.message == "at p = 0.05: your λ_p is 0.05; expected 0.244919."  # no hint appended
 
 
 def test_ex2_integer_zero_at_the_start_is_accepted():
@@ -544,7 +539,7 @@ def test_ex2_integer_zero_at_the_start_is_accepted():
 
 def test_ex2_array_result_has_the_wrong_shape():
     feedback = exercises.check("ch06-ex2", lambda p: np.array([dann_lambda(p)]))
-    assert not feedback.passed and "shape [1]; expected []" in feedback.message
+    assert not feedback.passed and feedback.key == "common.shape" and "shape [1]; expected []" in feedback.message
 
 
 def test_lambda_reference_matches_gradlib_and_tanh():
@@ -555,7 +550,7 @@ def test_lambda_reference_matches_gradlib_and_tanh():
 
 def test_integer_output_is_rejected():
     feedback = exercises.check("ch06-ex1", lambda x, lam: tf.ones(tf.shape(x), tf.int32))
-    assert not feedback.passed and "dtype int32" in feedback.message
+    assert not feedback.passed and feedback.key == "common.dtype" and "dtype int32" in feedback.message
 
 
 def test_answer_raising_in_the_backward_pass_gets_feedback():
@@ -566,7 +561,8 @@ def test_answer_raising_in_the_backward_pass_gets_feedback():
         return tf.identity(x), grad_fn
 
     feedback = exercises.check("ch06-ex1", broken)
-    assert not feedback.passed and "RuntimeError" in feedback.message and "backward exploded" in feedback.message
+    assert not feedback.passed and feedback.key == "common.raised"
+    assert "RuntimeError" in feedback.message and "backward exploded" in feedback.message
 
 
 def test_repeated_checks_write_nothing_to_stderr(capfd):
