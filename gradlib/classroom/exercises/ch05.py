@@ -49,8 +49,8 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Elementwise, Mismatch, check_elementwise, exercise, first_mismatch, fmt, fragment, join,
-                    kink_and_random_points, library_calls, message, probe)
+from ._core import (Elementwise, Mismatch, check_elementwise, exercise, first_mismatch, first_mistake, fmt,
+                    fragment, join, kink_and_random_points, library_calls, message, probe)
 
 # -- shared machinery ----------------------------------------------------------------
 
@@ -393,8 +393,8 @@ def check_xnor_paper(answer, lang):
                                      w=fmt(flat_w[i])),
                        what=fragment("common.gradient", lang), got=fmt(np.ravel(g)[i]),
                        expected=fmt(np.ravel(expected)[i]))
-        hint = next((message("ch05." + key, lang) for key, wrong in _xnor_wrong_gradients(w, ybar)
-                     if close(g, wrong)), None)
+        mistake = first_mistake(g, expected, _xnor_wrong_gradients(w, ybar), rtol=1e-4, atol=1e-4)
+        hint = message("ch05." + mistake, lang) if mistake else None
         if hint is None and np.all(np.abs(flat_w[bad]) == 1):
             hint = message("ch05.xnor_strict", lang)  # wrong exactly at w = ±1: a strict |w| < 1
         if hint is None:

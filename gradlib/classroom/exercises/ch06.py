@@ -31,8 +31,8 @@ import numpy as np
 import tensorflow as tf
 
 from ...logs import captured_tf_warnings
-from ._core import (Mismatch, Scalar, as_array, call, check_scalar, describe, exercise, first_mismatch, fmt, fragment, join,
-                    kink_and_random_points, message, probe, refuse_library, require_tensor,
+from ._core import (Mismatch, Scalar, as_array, call, check_scalar, describe, exercise, first_mismatch, first_mistake,
+                    fmt, fragment, join, kink_and_random_points, message, probe, refuse_library, require_tensor,
                     to_array, value_mismatch)
 
 
@@ -78,13 +78,9 @@ def _first_bad(got, expected):
 
 
 def _gradient_hint(got: float, lam: float, lang: str) -> str:
-    if lam != 0 and np.isclose(got, lam, rtol=1e-5):
-        return message("ch06.grad_sign", lang)
-    if lam != 1 and np.isclose(got, -1.0, rtol=1e-5):
-        return message("ch06.grad_ignores_lam", lang)
-    if lam != -1 and np.isclose(got, 1.0, rtol=1e-5):
-        return message("ch06.grad_not_reversed", lang)
-    return message("ch06.grad_generic", lang)
+    """The hint for a wrong gradient ``got`` (expected −λ): λ, −1 or +1 name a mistake."""
+    mistakes = (("ch06.grad_sign", lam), ("ch06.grad_ignores_lam", -1.0), ("ch06.grad_not_reversed", 1.0))
+    return message(first_mistake(got, -lam, mistakes, rtol=1e-5, atol=1e-8) or "ch06.grad_generic", lang)
 
 
 def _compare_forward(y, x, *, lang: str, prefix: str):
