@@ -126,7 +126,7 @@ def test_none_from_an_unrecorded_inner_gradient_is_explained():
     assert not feedback.passed
     assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your function returned None; expected 9. "
                                        "The tape you differentiated the first derivative with has no path")
-    assert "没有从一阶导数回到 x 的路径" in exercises.check("ch01-ex2", answer, lang="zh").message
+    assert exercises.check("ch01-ex2", answer, lang="zh").key == "ch01.none_unconnected"
 
 
 def one_persistent_tape_outside_its_block(f, x):  # one tape, both gradient calls after the with block
@@ -163,7 +163,7 @@ def test_one_tape_asked_twice_is_explained():
     assert not feedback.passed
     assert "raised RuntimeError: A non-persistent GradientTape can only be used" in feedback.message
     assert feedback.key == "ch01.one_tape"
-    assert "非持久梯度带只能回答一次梯度调用" in exercises.check("ch01-ex2", one_tape_asked_twice, lang="zh").message
+    assert exercises.check("ch01-ex2", one_tape_asked_twice, lang="zh").key == "ch01.one_tape"
 
 
 def test_an_unwatched_constant_is_explained():
@@ -367,7 +367,7 @@ def test_ch01_ex3_a_new_variable_each_step_is_named():
     assert not feedback.passed
     assert "your code raised ValueError: Unknown variable" in feedback.message
     assert feedback.key == "ch01.new_variable"
-    assert "新建的 tf.Variable" in exercises.check("ch01-ex3", new_variable_each_step, lang="zh").message
+    assert exercises.check("ch01-ex3", new_variable_each_step, lang="zh").key == "ch01.new_variable"
 
 
 def test_ch01_ex3_keras_message_is_cut_at_a_sentence_not_mid_word():
@@ -487,7 +487,7 @@ def test_ch01_ex3_another_escape_from_the_ball_gets_the_generic_projection_messa
                                 "of norm 3: it left the unit ball. Project after every optimizer step "
                                 "(tf.clip_by_norm(w, 1.0) after apply_gradients); the expected w is "
                                 "[0.8944, 0.4472].")
-    assert "它离开了单位球" in exercises.check("ch01-ex3", scaled_up, lang="zh").message
+    assert exercises.check("ch01-ex3", scaled_up, lang="zh").key == "ch01.not_projected"
 
 
 def test_ch01_ex3_a_projection_onto_the_sphere_is_named():
@@ -495,7 +495,7 @@ def test_ch01_ex3_a_projection_onto_the_sphere_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("loss sum((w - [ 0.3, -0.4])**2), w = [0.9, 0. ], steps = 3: your w is")
     assert feedback.key == "ch01.sphere"
-    assert "你投影到的是球面" in exercises.check("ch01-ex3", onto_the_sphere, lang="zh").message
+    assert exercises.check("ch01-ex3", onto_the_sphere, lang="zh").key == "ch01.sphere"
 
 
 def test_ch01_ex3_the_callers_variable_must_be_updated():

@@ -109,7 +109,7 @@ def test_ex1_sign_alone_gets_the_zero_gradient_hint():
     feedback = exercises.check("ch02-ex1", tf.sign)
     assert not feedback.passed
     assert "0 everywhere" in feedback.message and "tf.stop_gradient" in feedback.message
-    assert "处处为 0" in exercises.check("ch02-ex1", tf.sign, lang="zh").message
+    assert exercises.check("ch02-ex1", tf.sign, lang="zh").key == "ch02.ste_all_zero"
 
 
 def test_ex1_tanh_surrogate_is_named():
@@ -117,7 +117,7 @@ def test_ex1_tanh_surrogate_is_named():
     feedback = exercises.check("ch02-ex1", answer)
     assert not feedback.passed
     assert feedback.message.startswith("your gradient is 1 - tanh(x)^2 (at x = 0.5: 0.786448; expected 1)")
-    assert "你用的替代函数是 tanh" in exercises.check("ch02-ex1", answer, lang="zh").message
+    assert exercises.check("ch02-ex1", answer, lang="zh").key == "ch02.ste_tanh"
 
 
 def test_ex1_multiplicative_variant_is_named():
@@ -174,7 +174,7 @@ def test_ex1_strict_boundary_is_named():
     feedback = exercises.check("ch02-ex1", strict)
     assert not feedback.passed
     assert feedback.key == "ch02.ste_boundary"
-    assert "要用 <=，而不是 <" in exercises.check("ch02-ex1", strict, lang="zh").message
+    assert exercises.check("ch02-ex1", strict, lang="zh").key == "ch02.ste_boundary"
 
 
 def test_ex1_clip_as_the_forward_value_is_named():
@@ -218,7 +218,7 @@ def test_ex1_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
     feedback = exercises.check("ch02-ex1", ignores_dy)
     assert not feedback.passed
     assert "upstream gradient of 2.5" in feedback.message and "expected 2.5" in feedback.message
-    assert "上游梯度为 2.5" in exercises.check("ch02-ex1", ignores_dy, lang="zh").message
+    assert exercises.check("ch02-ex1", ignores_dy, lang="zh").key == "ch02.upstream"
 
 
 def clip_unit(x):
@@ -294,7 +294,7 @@ def test_ex2_stop_on_the_wrong_term_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("with s = -1, your gradient is 1 - s = 2, not s = -1: "
                                        "tf.stop_gradient is on the wrong term.")
-    assert "包错了项" in exercises.check("ch02-ex2", answer, lang="zh").message
+    assert exercises.check("ch02-ex2", answer, lang="zh").key == "ch02.scaled_wrong_term"
 
 
 def test_ex2_stopping_x_itself_is_named():
@@ -454,7 +454,7 @@ def test_ex4_unstopped_target_is_named():
     assert feedback.message.startswith("case 1 (gamma = 0.9): your gradient [")
     assert "also flows through the target y; expected [" in feedback.message
     assert feedback.message.endswith("Wrap the target (or v(s')) in tf.stop_gradient.")
-    assert "还流经了目标值 y" in exercises.check("ch02-ex4", full_gradient, lang="zh").message
+    assert exercises.check("ch02-ex4", full_gradient, lang="zh").key == "ch02.td_full"
 
 
 def test_ex4_unstopped_where_has_a_nan_gradient_on_nan_features():
@@ -484,7 +484,7 @@ def test_ex4_ignoring_done_is_named():
     assert feedback.message.endswith("It is the loss with the target r + gamma v(s') everywhere: done is ignored. "
                                      "Where done = 1 the episode has ended, there is no v(s') to add, and the "
                                      "target is r alone.")
-    assert "done 被忽略了" in exercises.check("ch02-ex4", no_mask, lang="zh").message
+    assert exercises.check("ch02-ex4", no_mask, lang="zh").key == "ch02.td_no_mask"
 
 
 def test_ex4_reversed_mask_is_named():
@@ -496,7 +496,7 @@ def test_ex4_reversed_mask_is_named():
     assert not feedback.passed
     assert feedback.key == "ch02.td_mask_reversed"
     assert feedback.message.endswith("(1 - done, not done).")
-    assert "掩码反了" in exercises.check("ch02-ex4", reversed_mask, lang="zh").message
+    assert exercises.check("ch02-ex4", reversed_mask, lang="zh").key == "ch02.td_mask_reversed"
 
 
 def test_ex4_stopping_the_prediction_is_named():
@@ -507,7 +507,7 @@ def test_ex4_stopping_the_prediction_is_named():
 
     feedback = exercises.check("ch02-ex4", reversed_stop)
     assert not feedback.passed and feedback.key == "ch02.td_reversed"
-    assert "你停止的是预测值 v(s)" in exercises.check("ch02-ex4", reversed_stop, lang="zh").message
+    assert exercises.check("ch02-ex4", reversed_stop, lang="zh").key == "ch02.td_reversed"
 
 
 def test_ex4_stopping_the_whole_loss_is_named():
@@ -516,7 +516,7 @@ def test_ex4_stopping_the_whole_loss_is_named():
     assert not feedback.passed
     assert feedback.message == ("case 1 (gamma = 0.9): the gradient with respect to w is None: the prediction "
                                 "v(s) = phi · w must stay differentiable; stop only the target.")
-    assert "只停止目标值的梯度" in exercises.check("ch02-ex4", answer, lang="zh").message
+    assert exercises.check("ch02-ex4", answer, lang="zh").key == "ch02.td_none"
 
 
 def test_ex4_sum_instead_of_mean_is_named():
@@ -527,7 +527,7 @@ def test_ex4_sum_instead_of_mean_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is")
     assert "5 times the expected" in feedback.message and feedback.key == "ch02.td_sum"
-    assert "批求和" in exercises.check("ch02-ex4", summed, lang="zh").message
+    assert exercises.check("ch02-ex4", summed, lang="zh").key == "ch02.td_sum"
 
 
 def test_ex4_missing_half_is_named():
@@ -536,7 +536,7 @@ def test_ex4_missing_half_is_named():
 
     feedback = exercises.check("ch02-ex4", no_half)
     assert not feedback.passed and feedback.key == "ch02.td_half" and feedback.key == "ch02.td_half"
-    assert "因子 1/2 漏掉了" in exercises.check("ch02-ex4", no_half, lang="zh").message
+    assert exercises.check("ch02-ex4", no_half, lang="zh").key == "ch02.td_half"
 
 
 def test_ex4_other_wrong_values_get_the_generic_message():

@@ -156,14 +156,14 @@ def test_ex1_powers_of_two_levels():
     feedback = exercises.check("ch04-ex1", quant_pow2_levels)
     assert feedback.message.startswith("at x = 0.35, bits = 1 your value is 0.5; expected 0. You rounded to steps of 1/2^bits.")
     assert "2 ** bits - 1" in feedback.message
-    assert "步长是 1/(2^b - 1)" in exercises.check("ch04-ex1", quant_pow2_levels, lang="zh").message
+    assert exercises.check("ch04-ex1", quant_pow2_levels, lang="zh").key == "ch04.pow2_levels"
 
 
 def test_ex1_no_clip_in_the_forward_pass():
     feedback = exercises.check("ch04-ex1", quant_no_clip)
     assert feedback.message == ("at x = 1.5, bits = 1 your value is 2; expected 1. You rounded without "
                                 "clipping: clip x to [0, 1] (tf.clip_by_value) before rounding.")
-    assert "没有截断就取整" in exercises.check("ch04-ex1", quant_no_clip, lang="zh").message
+    assert exercises.check("ch04-ex1", quant_no_clip, lang="zh").key == "ch04.no_clip"
 
 
 def test_ex1_open_interval_mask():
@@ -195,7 +195,7 @@ def test_ex1_ignoring_dy():
     assert not feedback.passed
     assert "with upstream gradient 2 your gradient is 1; expected 2" in feedback.message
     assert feedback.key == "ch04.upstream"
-    assert "必须乘以上游梯度 dy" in exercises.check("ch04-ex1", quant_without_dy, lang="zh").message
+    assert exercises.check("ch04-ex1", quant_without_dy, lang="zh").key == "ch04.upstream"
 
 
 def test_ex1_zero_gradient_inside():
@@ -213,7 +213,7 @@ def test_ex1_without_custom_gradient_the_gradient_is_none():
     feedback = exercises.check("ch04-ex1", _quantized)
     assert not feedback.passed
     assert feedback.key == "ch04.quant_none"
-    assert "tf.round 没有梯度" in exercises.check("ch04-ex1", _quantized, lang="zh").message
+    assert exercises.check("ch04-ex1", _quantized, lang="zh").key == "ch04.quant_none"
 
 
 # -- ch04-ex2: logaddexp ------------------------------------------------------------
@@ -368,7 +368,7 @@ def test_ex2_swapped_gradients():
     feedback = exercises.check("ch04-ex2", logaddexp_swapped)
     assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is 0; expected 1. "
                                        "Your two gradients are swapped")
-    assert "顺序颠倒了" in exercises.check("ch04-ex2", logaddexp_swapped, lang="zh").message
+    assert exercises.check("ch04-ex2", logaddexp_swapped, lang="zh").key == "ch04.swapped"
 
 
 def test_ex2_forward_that_cannot_run_in_a_function():
@@ -383,7 +383,7 @@ def test_ex2_naive_value_overflows():
         feedback = exercises.check("ch04-ex2", logaddexp_naive)
     assert feedback.message.startswith("at a = 100, b = 0 your value is inf; expected 100. e^a overflows float32")
     assert feedback.key == "ch04.overflow"
-    assert "先减去较大的输入" in exercises.check("ch04-ex2", logaddexp_naive, lang="zh").message
+    assert exercises.check("ch04-ex2", logaddexp_naive, lang="zh").key == "ch04.overflow"
 
 
 @pytest.mark.parametrize("answer", [_stable_forward, tf.experimental.numpy.logaddexp], ids=["formula", "tnp"])
@@ -416,7 +416,7 @@ def test_ex2_where_without_custom_gradient_points_to_the_where_trap():
     assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1.")
     assert feedback.key == "ch04.where_trap" and feedback.key == "ch04.where_trap"
     assert "@tf.custom_gradient" in feedback.message
-    assert "tf.where 陷阱" in exercises.check("ch04-ex2", logaddexp_where, lang="zh").message
+    assert exercises.check("ch04-ex2", logaddexp_where, lang="zh").key == "ch04.where_trap"
 
 
 def test_ex2_overflowing_custom_gradient():
@@ -424,7 +424,7 @@ def test_ex2_overflowing_custom_gradient():
     assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1. "
                                        "Your gradient is NaN or inf")
     assert feedback.key == "ch04.gradient_overflow"
-    assert "不会溢出" in exercises.check("ch04-ex2", logaddexp_exp_ratio, lang="zh").message
+    assert exercises.check("ch04-ex2", logaddexp_exp_ratio, lang="zh").key == "ch04.gradient_overflow"
 
 
 def test_ex2_overflowing_second_derivative():
@@ -531,7 +531,7 @@ def test_ex3_whole_norm():
     feedback = exercises.check("ch04-ex3", clip_whole_norm)
     assert feedback.message.startswith("max_norm = 2, row 0 of dy = [3., 4., 0.] (norm 5): your gradient row is ")
     assert feedback.key == "ch04.whole_norm" and "axes=[1]" in feedback.message
-    assert "整个 dy 的范数" in exercises.check("ch04-ex3", clip_whole_norm, lang="zh").message
+    assert exercises.check("ch04-ex3", clip_whole_norm, lang="zh").key == "ch04.whole_norm"
 
 
 def test_ex3_by_value():
@@ -546,14 +546,14 @@ def test_ex3_clipping_the_forward_pass():
     feedback = exercises.check("ch04-ex3", clip_forward)
     assert feedback.message.startswith("at row 0 your value is ")
     assert feedback.key == "ch04.forward_clipped"
-    assert "你在前向传播中截断了 x" in exercises.check("ch04-ex3", clip_forward, lang="zh").message
+    assert exercises.check("ch04-ex3", clip_forward, lang="zh").key == "ch04.forward_clipped"
 
 
 def test_ex3_plain_identity_is_not_clipped():
     for answer in (clip_identity, tf.custom_gradient(lambda x, c: (tf.identity(x), lambda dy: (dy, None)))):
         feedback = exercises.check("ch04-ex3", answer)
         assert feedback.key == "ch04.not_clipped"
-    assert "梯度未经截断就通过了" in exercises.check("ch04-ex3", clip_identity, lang="zh").message
+    assert exercises.check("ch04-ex3", clip_identity, lang="zh").key == "ch04.not_clipped"
 
 
 def test_ex3_gradient_count():

@@ -214,7 +214,7 @@ def test_ex1_ignoring_the_upstream_gradient_is_rejected():
     feedback = exercises.check("ch05-ex1", ignores_dy)
     assert not feedback.passed
     assert "upstream gradient of 2.5" in feedback.message and "expected 2.5" in feedback.message
-    assert "上游梯度为 2.5" in exercises.check("ch05-ex1", ignores_dy, lang="zh").message
+    assert exercises.check("ch05-ex1", ignores_dy, lang="zh").key == "ch05.upstream"
 
 
 def test_ex1_vector_only_answer_gets_a_shape_message():
@@ -251,7 +251,7 @@ def test_ex2_the_experiment_quantizer_is_refused_by_name():
     assert feedback.message.startswith("Your answer gives the right values and gradients, but it calls "
                                        "gradlib.experiments.quantize_weights")
     assert feedback.message.endswith("; gradlib.dorefa_quantize is allowed.")
-    assert "可以使用 gradlib.dorefa_quantize" in exercises.check("ch05-ex2", answer, lang="zh").message
+    assert exercises.check("ch05-ex2", answer, lang="zh").key == "ch05.library_call"
     assert experiments.quantize_weights.__qualname__ == "quantize_weights"  # not the check's wrapper
 
 
@@ -267,7 +267,7 @@ def test_ex2_straight_through_the_whole_quantizer_is_named():
     feedback = exercises.check("ch05-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("with bits = 2, your gradient is the upstream gradient unchanged")
-    assert "你让梯度直通了整个量化器" in exercises.check("ch05-ex2", answer, lang="zh").message
+    assert exercises.check("ch05-ex2", answer, lang="zh").key == "ch05.dorefa_identity"
 
 
 def test_ex2_straight_through_by_the_trick_on_the_whole_quantizer_is_named():
@@ -355,7 +355,7 @@ def test_ex2_the_maximum_without_abs_is_named_with_an_unclipped_rounding_too():
     feedback = exercises.check("ch05-ex2", max_without_abs)
     assert not feedback.passed
     assert feedback.key == "ch05.dorefa_max_sign", feedback.message
-    assert "你除以的是不带绝对值的 max(tanh w)。" in exercises.check("ch05-ex2", max_without_abs, lang="zh").message
+    assert exercises.check("ch05-ex2", max_without_abs, lang="zh").key == "ch05.dorefa_max_sign"
 
 
 def test_ex2_the_largest_weight_is_negative_as_the_no_abs_message_says():
@@ -462,7 +462,7 @@ def test_ex3_the_trick_with_an_unstopped_scale_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("at w[1] = 1: your gradient is ")
     assert feedback.key == "ch05.xnor_trick_unstopped"
-    assert "其中的 E 没有停止梯度" in exercises.check("ch05-ex3", unstopped, lang="zh").message
+    assert exercises.check("ch05-ex3", unstopped, lang="zh").key == "ch05.xnor_trick_unstopped"
 
 
 @pytest.mark.parametrize("sign", [tf.sign, plus_minus_one])
@@ -471,7 +471,7 @@ def test_ex3_sign_over_n_is_named(sign):
     feedback = exercises.check("ch05-ex3", answer)
     assert not feedback.passed
     assert feedback.key == "ch05.xnor_sign_over_n", feedback.message
-    assert "这个因子都是 1/n" in exercises.check("ch05-ex3", answer, lang="zh").message
+    assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_sign_over_n"
 
 
 def test_ex3_the_missing_term_through_the_scale_is_named():
@@ -492,7 +492,7 @@ def test_ex3_the_identity_is_named():
         assert feedback.message.endswith("Your gradient is the upstream gradient unchanged: the backward pass of "
                                          "xnor_binarize and of DoReFa-Net's 1-bit weights. The paper's is "
                                          "ȳ (1/n + E·1{|w| ≤ 1}).")
-        assert "你的梯度就是原样传回的上游梯度" in exercises.check("ch05-ex3", answer, lang="zh").message
+        assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_identity"
 
 
 # Further likely mistakes.
@@ -501,7 +501,7 @@ def test_ex3_the_stopped_scale_with_the_plain_estimator_is_named():
     answer = lambda w: tf.stop_gradient(mean_abs(w)) * gradlib.ste_sign(w)  # noqa: E731
     feedback = exercises.check("ch05-ex3", answer)
     assert feedback.key == "ch05.xnor_plain"
-    assert "你的梯度是 E·ȳ" in exercises.check("ch05-ex3", answer, lang="zh").message
+    assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_plain"
 
 
 def clipped(v):
@@ -530,7 +530,7 @@ def test_ex3_forgetting_dy_is_named():
     feedback = exercises.check("ch05-ex3", answer)
     assert feedback.message.startswith("with an upstream gradient of -1 at w = 1, your gradient is ")  # a nonzero w first
     assert feedback.message.endswith("Multiply by the upstream gradient dy.")
-    assert "请乘上上游梯度 dy" in exercises.check("ch05-ex3", answer, lang="zh").message
+    assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.upstream"
 
 
 def test_ex3_sign_of_zero_is_named():
@@ -541,7 +541,7 @@ def test_ex3_sign_of_zero_is_named():
     strictly = xnor_with_backward(paper, forward=lambda v: tf.where(v > 0, 1.0, -1.0))
     feedback = exercises.check("ch05-ex3", strictly)
     assert feedback.key == "ch05.xnor_zero_negative"
-    assert "请用 w >= 0，而不是 w > 0" in exercises.check("ch05-ex3", strictly, lang="zh").message
+    assert exercises.check("ch05-ex3", strictly, lang="zh").key == "ch05.xnor_zero_negative"
 
 
 @pytest.mark.parametrize("axis, word, zh_word", [(0, "column", "列"), (1, "row", "行")])
