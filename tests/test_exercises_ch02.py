@@ -14,9 +14,13 @@ import tensorflow as tf
 import gradlib
 from chapter_solutions import code_cells, solution_parts
 from gradlib import exercises
+
 from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch02
 from tools.notebooks import ROOT
+
+# Feedback is asserted by its catalogue key; the message text only where it shows a filled-in
+# number or placeholder (a point, s, a case, a count) that the key cannot.
 
 
 # -- reference solutions (as in the chapter) and variants -------------------------
@@ -86,11 +90,8 @@ def test_ex1_correct_answers_pass(answer, lang):
 def test_ex1_plain_ste_without_the_clip_is_named():
     feedback = exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x))
     assert not feedback.passed
-    assert feedback.message == ("your gradient is 1 everywhere, also where |x| > 1 (at x = 1.5: 1; expected 0): "
-                                "that is the plain straight-through estimator, g(x) = x. Use g(x) = clip(x, -1, 1), "
-                                "whose gradient is 0 outside [-1, 1].")
-    zh = exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x), lang="zh")
-    assert zh.message.startswith("你的梯度处处为 1") and "普通的直通估计器" in zh.message
+    assert feedback.key == "ch02.ste_unclipped" and "(at x = 1.5: 1; expected 0)" in feedback.message
+    assert exercises.check("ch02-ex1", lambda x: x + tf.stop_gradient(tf.sign(x) - x), lang="zh").key == "ch02.ste_unclipped"
 
 
 def test_ex1_gradient_wrong_only_outside_gets_the_blocked_hint():
@@ -99,16 +100,15 @@ def test_ex1_gradient_wrong_only_outside_gets_the_blocked_hint():
         return t + tf.stop_gradient(tf.sign(x) - t)
 
     feedback = exercises.check("ch02-ex1", leaky)
-    assert feedback.message == ("at x = 1.5: your gradient is 0.5; expected 0. "
-                                "Because |x| > 1, the gradient must be blocked (0).")
-    zh = exercises.check("ch02-ex1", leaky, lang="zh").message
-    assert zh.endswith("因为 |x| > 1，梯度应被阻断（为 0）。") and "截断" not in zh
+    assert feedback.message.startswith("at x = 1.5: your gradient is 0.5; expected 0. ")
+    assert feedback.key == "ch02.ste_outside"
+    assert exercises.check("ch02-ex1", leaky, lang="zh").key == "ch02.ste_outside"
 
 
 def test_ex1_sign_alone_gets_the_zero_gradient_hint():
     feedback = exercises.check("ch02-ex1", tf.sign)
     assert not feedback.passed
-    assert "0 everywhere" in feedback.message and "tf.stop_gradient" in feedback.message
+    assert feedback.key == "ch02.ste_all_zero"
     assert exercises.check("ch02-ex1", tf.sign, lang="zh").key == "ch02.ste_all_zero"
 
 
@@ -127,12 +127,8 @@ def test_ex1_multiplicative_variant_is_named():
 
     feedback = exercises.check("ch02-ex1", multiplicative)
     assert not feedback.passed
-    assert feedback.message == ("your value is NaN at x = 0 only: something in it divides by x (or takes log|x|) "
-                                "there, as the multiplicative variant tf.stop_gradient(f(x) / g(x)) * g(x) does, "
-                                "which divides by g(0) = 0 (and whose gradient is (f/g)·g', not g'). Use the "
-                                "additive trick, as in g(x) + tf.stop_gradient(tf.sign(x) - g(x)).")
-    zh = exercises.check("ch02-ex1", multiplicative, lang="zh").message
-    assert zh.startswith("你的前向值只在 x = 0 处为 NaN：其中有某一步在那里除以 x") and "请使用加法形式的技巧" in zh
+    assert feedback.key == "ch02.ste_multiplicative"
+    assert exercises.check("ch02-ex1", multiplicative, lang="zh").key == "ch02.ste_multiplicative"
 
 
 def test_ex1_a_nan_at_zero_from_a_log_is_not_called_multiplicative():
@@ -140,8 +136,8 @@ def test_ex1_a_nan_at_zero_from_a_log_is_not_called_multiplicative():
         t = tf.clip_by_value(x, -1.0, 1.0)
         return t + tf.stop_gradient(tf.sign(x) - t) + 0.0 * tf.math.log(tf.abs(x))
 
-    message = exercises.check("ch02-ex1", with_log).message
-    assert message.startswith("your value is NaN at x = 0 only: something in it divides by x (or takes log|x|)")
+    # the message names both causes ("divides by x (or takes log|x|)")
+    assert exercises.check("ch02-ex1", with_log).key == "ch02.ste_multiplicative"
 
 
 def test_ex1_other_nan_values_get_the_generic_message():
@@ -149,7 +145,8 @@ def test_ex1_other_nan_values_get_the_generic_message():
         t = tf.clip_by_value(x, -1.0, 1.0)
         return t + tf.stop_gradient(tf.sign(x) - t) + tf.where(tf.abs(x) > 2, np.nan, 0.0)
 
-    assert exercises.check("ch02-ex1", nan_at_two).message == "your value contains NaN or inf."
+    feedback = exercises.check("ch02-ex1", nan_at_two)
+    assert feedback.key == "common.nan" and feedback.message == "your value contains NaN or inf."  # no prefix
 
 
 def test_ex1_hard_sigmoid_surrogate_is_named():
@@ -159,11 +156,8 @@ def test_ex1_hard_sigmoid_surrogate_is_named():
 
     feedback = exercises.check("ch02-ex1", hard_sigmoid_surrogate)
     assert not feedback.passed
-    assert feedback.message == ("your gradient is 0.5 on [-1, 1] (at x = 0: 0.5; expected 1): that is the slope of "
-                                "hard_sigmoid(x) = clip((x + 1) / 2, 0, 1). Use g(x) = clip(x, -1, 1), or "
-                                "2 * hard_sigmoid(x) - 1, whose slope is 1 there.")
-    zh = exercises.check("ch02-ex1", hard_sigmoid_surrogate, lang="zh").message
-    assert zh.startswith("你的梯度在 [-1, 1] 上为 0.5") and "2 * hard_sigmoid(x) - 1" in zh
+    assert feedback.key == "ch02.ste_half_slope" and "(at x = 0: 0.5; expected 1)" in feedback.message
+    assert exercises.check("ch02-ex1", hard_sigmoid_surrogate, lang="zh").key == "ch02.ste_half_slope"
 
 
 def test_ex1_strict_boundary_is_named():
@@ -180,17 +174,14 @@ def test_ex1_strict_boundary_is_named():
 def test_ex1_clip_as_the_forward_value_is_named():
     feedback = exercises.check("ch02-ex1", lambda x: tf.clip_by_value(x, -1.0, 1.0))
     assert not feedback.passed
-    assert feedback.message == ("your value is clip(x, -1, 1) (at x = 0.5: 0.5; expected 1). The clip belongs to "
-                                "the backward pass only: it is the surrogate g whose gradient the op uses. "
-                                "The value must be tf.sign(x).")
-    zh = exercises.check("ch02-ex1", lambda x: tf.clip_by_value(x, -1.0, 1.0), lang="zh").message
-    assert zh.startswith("你的前向值是 clip(x, -1, 1)")
+    assert feedback.key == "ch02.ste_forward_clip" and "(at x = 0.5: 0.5; expected 1)" in feedback.message
+    assert exercises.check("ch02-ex1", lambda x: tf.clip_by_value(x, -1.0, 1.0), lang="zh").key == "ch02.ste_forward_clip"
 
 
 def test_ex1_other_wrong_forward_gets_the_generic_message():
     feedback = exercises.check("ch02-ex1", lambda x: tf.tanh(x))
-    assert feedback.message == ("at x = 0.5: your value is 0.462117; expected 1. "
-                                "The forward pass must be tf.sign(x) (0 at x = 0).")
+    assert feedback.message.startswith("at x = 0.5: your value is 0.462117; expected 1. ")
+    assert feedback.key == "ch02.ste_forward"
 
 
 def test_ex1_sign_that_is_one_at_zero_is_rejected():
@@ -199,6 +190,7 @@ def test_ex1_sign_that_is_one_at_zero_is_rejected():
 
     feedback = exercises.check("ch02-ex1", plus_minus_one)
     assert not feedback.passed and feedback.message.startswith("at x = 0: your value is 1; expected 0.")
+    assert feedback.key == "ch02.ste_forward"
 
 
 def test_ex1_answer_that_only_handles_vectors_is_rejected():
@@ -207,7 +199,7 @@ def test_ex1_answer_that_only_handles_vectors_is_rejected():
         return t + tf.stop_gradient(tf.sign(tf.reshape(x, [-1])) - t)
 
     feedback = exercises.check("ch02-ex1", vector_only)
-    assert not feedback.passed and "shape [30]; expected [5, 6]" in feedback.message
+    assert not feedback.passed and feedback.key == "common.shape" and "shape [30]; expected [5, 6]" in feedback.message
 
 
 def test_ex1_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
@@ -217,6 +209,7 @@ def test_ex1_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
 
     feedback = exercises.check("ch02-ex1", ignores_dy)
     assert not feedback.passed
+    assert feedback.key == "ch02.upstream"
     assert "upstream gradient of 2.5" in feedback.message and "expected 2.5" in feedback.message
     assert exercises.check("ch02-ex1", ignores_dy, lang="zh").key == "ch02.upstream"
 
@@ -239,9 +232,7 @@ def test_gradlib_straight_through_is_named_and_restored(exercise_id, answer):
     original = gradlib.straight_through
     feedback = exercises.check(exercise_id, answer)
     assert not feedback.passed
-    assert feedback.message == ("your code calls gradlib.straight_through, which is this exercise's answer in one "
-                                "line. Write the trick yourself with tf.stop_gradient, as in "
-                                "g(x) + tf.stop_gradient(f(x) - g(x)).")
+    assert feedback.key == "ch02.straight_through"
     zh = exercises.check(exercise_id, answer, lang="zh")
     assert not zh.passed and zh.key == "ch02.straight_through"
     assert gradlib.straight_through is original
@@ -260,7 +251,7 @@ def test_ex2_reference_passes_and_is_bit_exact(lang):
     feedback = exercises.check("ch02-ex2", scaled_gradient, lang=lang)
     assert feedback.passed, feedback.message
     assert "{0.5, -1, 0, 3}" in feedback.message
-    assert ("bit for bit at every point" if lang == "en" else "逐位相同") in feedback.message
+    assert ("bit for bit at every point" if lang == "en" else "逐位相同") in feedback.message  # ch02.scaled_exact
 
 
 @pytest.mark.parametrize("answer", [scaled_gradient_textbook, scale_gradient_muzero])
@@ -281,19 +272,18 @@ def test_ex2_variant_with_a_tensor_scale_passes():
 def test_ex2_plain_scaling_is_named():
     feedback = exercises.check("ch02-ex2", lambda x, s: s * x)
     assert not feedback.passed
-    assert feedback.message == ("with s = 0.5, your value is s·x (at x = 1.5: 0.75; expected 1.5): you scaled the "
-                                "value together with the gradient. The forward pass must return x unchanged: keep "
-                                "s * x for the gradient and add a stopped term that brings the value back to x.")
-    zh = exercises.check("ch02-ex2", lambda x, s: s * x, lang="zh").message
-    assert zh.startswith("当 s = 0.5 时，你的前向值是 s·x")
+    assert feedback.message.startswith("with s = 0.5, your value is s·x (at x = 1.5: 0.75; expected 1.5): ")
+    assert feedback.key == "ch02.scaled_value"
+    zh = exercises.check("ch02-ex2", lambda x, s: s * x, lang="zh")
+    assert zh.message.startswith("当 s = 0.5 时，") and zh.key == "ch02.scaled_value"
 
 
 def test_ex2_stop_on_the_wrong_term_is_named():
     answer = lambda x, s: tf.stop_gradient(s * x) + (1 - s) * x  # noqa: E731  value x, gradient 1 - s
     feedback = exercises.check("ch02-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("with s = -1, your gradient is 1 - s = 2, not s = -1: "
-                                       "tf.stop_gradient is on the wrong term.")
+    assert feedback.message.startswith("with s = -1, your gradient is 1 - s = 2, not s = -1: ")
+    assert feedback.key == "ch02.scaled_wrong_term"
     assert exercises.check("ch02-ex2", answer, lang="zh").key == "ch02.scaled_wrong_term"
 
 
@@ -303,34 +293,32 @@ def test_ex2_stopping_x_itself_is_named():
     assert not feedback.passed
     assert feedback.message.startswith("with s = 0.5, the gradient is None")
     assert feedback.key == "ch02.scaled_none"
-    assert "（例如 s * tf.stop_gradient(x) 会阻断 x 的每一条路径）" in exercises.check("ch02-ex2", answer,
-                                                                                    lang="zh").message
+    assert exercises.check("ch02-ex2", answer, lang="zh").key == "ch02.scaled_none"
 
 
 def test_ex2_stopped_x_plus_scaled_x_is_named():
     answer = lambda x, s: tf.stop_gradient(x) + s * x  # noqa: E731  gradient s, value (1 + s) x
     feedback = exercises.check("ch02-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("with s = 0.5, your value is (1 + s)·x (at x = 1.5: 2.25; expected 1.5): "
-                                       "tf.stop_gradient(x) + s * x gives the right gradient")
+    assert feedback.message.startswith("with s = 0.5, your value is (1 + s)·x (at x = 1.5: 2.25; expected 1.5): ")
     assert feedback.key == "ch02.scaled_sum"
-    zh = exercises.check("ch02-ex2", answer, lang="zh").message
-    assert zh.startswith("当 s = 0.5 时，你的前向值是 (1 + s)·x") and "两个 s·x 在值里才会相互抵消" in zh
+    zh = exercises.check("ch02-ex2", answer, lang="zh")
+    assert zh.message.startswith("当 s = 0.5 时，") and zh.key == "ch02.scaled_sum"
 
 
 def test_ex2_swapped_roles_are_named():
     # forward s*x, gradient 1: the stopped and the unstopped term exchanged
     feedback = exercises.check("ch02-ex2", lambda x, s: x + tf.stop_gradient(s * x - x))
     assert not feedback.passed
-    assert feedback.message.startswith("with s = 0.5, your value is s·x and your gradient is 1")
+    assert feedback.message.startswith("with s = 0.5, ")
     assert feedback.key == "ch02.scaled_swapped"
 
 
 def test_ex2_identity_gradient_is_rejected_with_the_reason():
     feedback = exercises.check("ch02-ex2", lambda x, s: tf.identity(x))
     assert not feedback.passed
-    assert feedback.message == ("with s = 0.5, at x = 0: your gradient is 1; expected 0.5. "
-                                "The gradient must be s times the upstream gradient, which is 1 here.")
+    assert feedback.message.startswith("with s = 0.5, at x = 0: your gradient is 1; expected 0.5. ")
+    assert feedback.key == "ch02.scaled_gradient"
 
 
 def test_ex2_none_for_s_zero_is_reported():
@@ -341,7 +329,7 @@ def test_ex2_none_for_s_zero_is_reported():
 
     feedback = exercises.check("ch02-ex2", special_case)
     assert not feedback.passed
-    assert feedback.message.startswith("with s = 0, the gradient is None")
+    assert feedback.message.startswith("with s = 0, ") and feedback.key == "ch02.scaled_none"
 
 
 def test_ex2_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
@@ -353,6 +341,7 @@ def test_ex2_custom_gradient_that_ignores_the_upstream_gradient_is_rejected():
 
     feedback = exercises.check("ch02-ex2", ignores_dy)
     assert not feedback.passed
+    assert feedback.key == "ch02.upstream"
     assert "upstream gradient of 4" in feedback.message and "expected 2" in feedback.message
 
 
@@ -436,12 +425,9 @@ def test_ex4_mask_as_a_product_is_named():
 
     feedback = exercises.check("ch02-ex4", product)
     assert not feedback.passed
-    assert feedback.message == ("case 3 (gamma = 0.99): your loss is NaN. In this batch the terminal rows of phi_next "
-                                "are NaN, and a mask written as a product, such as (1 - done) * gamma * v(s'), then "
-                                "gives 0 * NaN = NaN, not 0. Choose the target with tf.where(done > 0, ...) instead "
-                                "of multiplying (or replace the terminal rows of phi_next first).")
-    zh = exercises.check("ch02-ex4", product, lang="zh").message
-    assert zh.startswith("第 3 组（gamma = 0.99）：你的损失为 NaN。") and "0 * NaN = NaN" in zh
+    assert feedback.message.startswith("case 3 (gamma = 0.99): ") and feedback.key == "ch02.td_nan"
+    zh = exercises.check("ch02-ex4", product, lang="zh")
+    assert zh.message.startswith("第 3 组（gamma = 0.99）：") and zh.key == "ch02.td_nan"
 
 
 def test_ex4_unstopped_target_is_named():
@@ -452,8 +438,7 @@ def test_ex4_unstopped_target_is_named():
     feedback = exercises.check("ch02-ex4", full_gradient)
     assert not feedback.passed
     assert feedback.message.startswith("case 1 (gamma = 0.9): your gradient [")
-    assert "also flows through the target y; expected [" in feedback.message
-    assert feedback.message.endswith("Wrap the target (or v(s')) in tf.stop_gradient.")
+    assert feedback.key == "ch02.td_full"
     assert exercises.check("ch02-ex4", full_gradient, lang="zh").key == "ch02.td_full"
 
 
@@ -481,9 +466,7 @@ def test_ex4_ignoring_done_is_named():
     feedback = exercises.check("ch02-ex4", no_mask)
     assert not feedback.passed
     assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is ")
-    assert feedback.message.endswith("It is the loss with the target r + gamma v(s') everywhere: done is ignored. "
-                                     "Where done = 1 the episode has ended, there is no v(s') to add, and the "
-                                     "target is r alone.")
+    assert feedback.key == "ch02.td_no_mask"
     assert exercises.check("ch02-ex4", no_mask, lang="zh").key == "ch02.td_no_mask"
 
 
@@ -495,7 +478,6 @@ def test_ex4_reversed_mask_is_named():
     feedback = exercises.check("ch02-ex4", reversed_mask)
     assert not feedback.passed
     assert feedback.key == "ch02.td_mask_reversed"
-    assert feedback.message.endswith("(1 - done, not done).")
     assert exercises.check("ch02-ex4", reversed_mask, lang="zh").key == "ch02.td_mask_reversed"
 
 
@@ -514,8 +496,7 @@ def test_ex4_stopping_the_whole_loss_is_named():
     answer = lambda *args: tf.stop_gradient(td_loss(*args))  # noqa: E731
     feedback = exercises.check("ch02-ex4", answer)
     assert not feedback.passed
-    assert feedback.message == ("case 1 (gamma = 0.9): the gradient with respect to w is None: the prediction "
-                                "v(s) = phi · w must stay differentiable; stop only the target.")
+    assert feedback.message.startswith("case 1 (gamma = 0.9): ") and feedback.key == "ch02.td_none"
     assert exercises.check("ch02-ex4", answer, lang="zh").key == "ch02.td_none"
 
 
@@ -535,7 +516,7 @@ def test_ex4_missing_half_is_named():
         return 2 * td_loss(*args)
 
     feedback = exercises.check("ch02-ex4", no_half)
-    assert not feedback.passed and feedback.key == "ch02.td_half" and feedback.key == "ch02.td_half"
+    assert not feedback.passed and feedback.key == "ch02.td_half"
     assert exercises.check("ch02-ex4", no_half, lang="zh").key == "ch02.td_half"
 
 
@@ -545,14 +526,13 @@ def test_ex4_other_wrong_values_get_the_generic_message():
 
     feedback = exercises.check("ch02-ex4", shifted)
     assert feedback.message.startswith("case 1 (gamma = 0.9): your loss is")
-    assert feedback.message.endswith("the batch mean of 1/2 (v(s) - y)^2 with y = r + gamma v(s'), and y = r "
-                                     "where done = 1.")
+    assert feedback.key == "ch02.td_value"
 
 
 def test_ex4_nan_on_finite_features_gets_the_generic_message():
     # a NaN loss where phi_next is finite is not the product mask: no td_nan message
     feedback = exercises.check("ch02-ex4", lambda *args: tf.constant(np.nan))
-    assert feedback.message == "case 1 (gamma = 0.9): your loss contains NaN or inf."
+    assert feedback.key == "common.nan" and feedback.message.startswith("case 1 (gamma = 0.9): ")
 
 
 def test_ex4_per_example_losses_have_the_wrong_shape():
@@ -561,7 +541,7 @@ def test_ex4_per_example_losses_have_the_wrong_shape():
         return 0.5 * (tf.linalg.matvec(phi, w) - target) ** 2
 
     feedback = exercises.check("ch02-ex4", unreduced)
-    assert not feedback.passed and "shape [5]; expected []" in feedback.message
+    assert not feedback.passed and feedback.key == "common.shape" and "shape [5]; expected []" in feedback.message
 
 
 def test_ex4_numpy_detour_is_reported():
@@ -569,7 +549,7 @@ def test_ex4_numpy_detour_is_reported():
         return tf.constant(td_loss(*args).numpy())
 
     feedback = exercises.check("ch02-ex4", through_numpy)
-    assert not feedback.passed and "None" in feedback.message
+    assert not feedback.passed and feedback.key == "ch02.td_none"
 
 
 def test_td_reference_is_independent_of_tensorflow():
