@@ -14,6 +14,11 @@ from gradlib import exercises
 from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch04
 
+# Feedback is asserted by its catalogue key; the message text only where it shows a filled-in
+# number or placeholder (x, bits, a, b, c, a row) that the key cannot, and for the hints that
+# ch04.raised_hint, ch04.mismatch and ch04.row_mismatch carry inside a generic key
+# (num_bits / int_bits / symbolic, the boundary reason, keepdims).
+
 
 def _levels(bits, dtype):
     return tf.cast(2 ** bits - 1, dtype)
@@ -130,11 +135,9 @@ def test_ex1_unclipped_straight_through_is_explained():
     feedback = exercises.check("ch04-ex1", quant_unclipped_ste)
     assert not feedback.passed
     assert feedback.message.startswith("at x = -0.25, bits = 1 your gradient is ")
-    assert "expected 0 because x is outside [0, 1]" in feedback.message
     assert feedback.key == "ch04.outside"
     zh = exercises.check("ch04-ex1", quant_unclipped_ste, lang="zh")
-    assert zh.message.startswith("在 x = -0.25，bits = 1 处")
-    assert zh.key == "ch04.outside" and "掩码" in zh.message
+    assert zh.message.startswith("在 x = -0.25，bits = 1 处") and zh.key == "ch04.outside"
 
 
 def test_ex1_integer_levels_are_explained():
@@ -154,15 +157,15 @@ def test_ex1_rounding_before_clipping_passes():
 
 def test_ex1_powers_of_two_levels():
     feedback = exercises.check("ch04-ex1", quant_pow2_levels)
-    assert feedback.message.startswith("at x = 0.35, bits = 1 your value is 0.5; expected 0. You rounded to steps of 1/2^bits.")
-    assert "2 ** bits - 1" in feedback.message
+    assert feedback.message.startswith("at x = 0.35, bits = 1 your value is 0.5; expected 0. ")
+    assert feedback.key == "ch04.pow2_levels"
     assert exercises.check("ch04-ex1", quant_pow2_levels, lang="zh").key == "ch04.pow2_levels"
 
 
 def test_ex1_no_clip_in_the_forward_pass():
     feedback = exercises.check("ch04-ex1", quant_no_clip)
-    assert feedback.message == ("at x = 1.5, bits = 1 your value is 2; expected 1. You rounded without "
-                                "clipping: clip x to [0, 1] (tf.clip_by_value) before rounding.")
+    assert feedback.message.startswith("at x = 1.5, bits = 1 your value is 2; expected 1. ")
+    assert feedback.key == "ch04.no_clip"
     assert exercises.check("ch04-ex1", quant_no_clip, lang="zh").key == "ch04.no_clip"
 
 
@@ -184,10 +187,10 @@ def test_ex1_missing_none_for_bits():
     # likely wrong answer 3: one gradient, no None for bits
     feedback = exercises.check("ch04-ex1", quant_one_gradient)
     assert not feedback.passed
-    assert feedback.message.startswith("grad_fn must return one gradient per input (x, bits)")
+    assert feedback.key == "ch04.gradient_count" and "(x, bits)" in feedback.message
     assert "expected to return 2 gradients, but returned 1" in feedback.message
     zh = exercises.check("ch04-ex1", quant_one_gradient, lang="zh")
-    assert zh.message.startswith("grad_fn 必须为每个输入各返回一个梯度（x, bits）")
+    assert zh.key == "ch04.gradient_count" and "（x, bits）" in zh.message
 
 
 def test_ex1_ignoring_dy():
@@ -201,12 +204,14 @@ def test_ex1_ignoring_dy():
 def test_ex1_zero_gradient_inside():
     feedback = exercises.check("ch04-ex1", quant_zero_gradient)
     assert not feedback.passed
-    assert "at x = 0, bits = 1 your gradient is 0; expected 2 because x is inside [0, 1]" in feedback.message
+    assert feedback.message.startswith("at x = 0, bits = 1 your gradient is 0; expected 2 ")
+    assert feedback.key == "ch04.inside"
 
 
 def test_ex1_wrong_forward():
     feedback = exercises.check("ch04-ex1", quant_floor_ste)
-    assert feedback.message == "at x = 0.522655, bits = 1 your value is 0; expected 1."
+    assert feedback.key == "ch04.mismatch"
+    assert feedback.message == "at x = 0.522655, bits = 1 your value is 0; expected 1."  # no hint appended
 
 
 def test_ex1_without_custom_gradient_the_gradient_is_none():
@@ -334,11 +339,8 @@ def test_ex2_reduce_logsumexp_is_right_but_not_a_custom_gradient():
     feedback = exercises.check("ch04-ex2", logaddexp_reduce)
     assert not feedback.passed
     assert feedback.key == "ch04.library_logsumexp"
-    assert "asks for the gradients in a grad_fn" in feedback.message and "@tf.custom_gradient" in feedback.message
     zh = exercises.check("ch04-ex2", logaddexp_reduce, lang="zh")
-    assert not zh.passed
-    assert zh.key == "ch04.library_logsumexp"
-    assert "本练习要求在 grad_fn 中给出梯度" in zh.message
+    assert not zh.passed and zh.key == "ch04.library_logsumexp"
 
 
 @pytest.mark.parametrize("answer", [logaddexp_where_softplus, logaddexp_double_where], ids=["softplus", "double_where"])
@@ -346,7 +348,6 @@ def test_ex2_right_numbers_by_plain_autodiff_are_refused(answer):
     feedback = exercises.check("ch04-ex2", answer)
     assert not feedback.passed
     assert feedback.key == "ch04.no_custom"
-    assert "asks for the gradients in a grad_fn" in feedback.message
     zh = exercises.check("ch04-ex2", answer, lang="zh")
     assert not zh.passed
     assert zh.key == "ch04.no_custom"
@@ -356,18 +357,16 @@ def test_ex2_second_derivative_through_the_closed_over_value():
     # grad_fn = dy * exp(a - y): right first derivatives, but the outer tape differentiates y
     # through tf.maximum and tf.abs, whose conventions at a = b give 0 instead of 1/4
     feedback = exercises.check("ch04-ex2", logaddexp_closed_over_y)
-    assert feedback.message.startswith("at a = 0, b = 0 your second derivative is 0; expected 0.25. "
-                                       "Your first derivatives are right")
-    assert feedback.key == "ch04.second_kink" and feedback.key == "ch04.second_kink"
-    zh = exercises.check("ch04-ex2", logaddexp_closed_over_y, lang="zh").message
-    assert zh.startswith("在 a = 0，b = 0 处，你的二阶导数为 0，应为 0.25。你的一阶导数是对的")
-    assert "而不要用 y" in zh
+    assert feedback.message.startswith("at a = 0, b = 0 your second derivative is 0; expected 0.25. ")
+    assert feedback.key == "ch04.second_kink"
+    zh = exercises.check("ch04-ex2", logaddexp_closed_over_y, lang="zh")
+    assert zh.message.startswith("在 a = 0，b = 0 处，你的二阶导数为 0，应为 0.25。") and zh.key == "ch04.second_kink"
 
 
 def test_ex2_swapped_gradients():
     feedback = exercises.check("ch04-ex2", logaddexp_swapped)
-    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is 0; expected 1. "
-                                       "Your two gradients are swapped")
+    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is 0; expected 1. ")
+    assert feedback.key == "ch04.swapped"
     assert exercises.check("ch04-ex2", logaddexp_swapped, lang="zh").key == "ch04.swapped"
 
 
@@ -381,7 +380,7 @@ def test_ex2_forward_that_cannot_run_in_a_function():
 def test_ex2_naive_value_overflows():
     with np.errstate(all="ignore"):
         feedback = exercises.check("ch04-ex2", logaddexp_naive)
-    assert feedback.message.startswith("at a = 100, b = 0 your value is inf; expected 100. e^a overflows float32")
+    assert feedback.message.startswith("at a = 100, b = 0 your value is inf; expected 100. ")
     assert feedback.key == "ch04.overflow"
     assert exercises.check("ch04-ex2", logaddexp_naive, lang="zh").key == "ch04.overflow"
 
@@ -392,8 +391,8 @@ def test_ex2_autodiff_of_the_stable_forward_is_wrong_at_the_tie(answer):
     feedback = exercises.check("ch04-ex2", answer)
     assert feedback.message.startswith("at a = 0, b = 0 your gradient for a is 1; expected 0.5.")
     assert feedback.key == "ch04.half"
-    zh = exercises.check("ch04-ex2", answer, lang="zh").message
-    assert zh.startswith("在 a = 0，b = 0 处，你对 a 的梯度为 1，应为 0.5。") and "约定" in zh
+    zh = exercises.check("ch04-ex2", answer, lang="zh")
+    assert zh.message.startswith("在 a = 0，b = 0 处，你对 a 的梯度为 1，应为 0.5。") and zh.key == "ch04.half"
 
 
 @pytest.mark.parametrize("answer, at", [(logaddexp_one_minus, "a = 0, b = -30 your gradient for b is 0; "
@@ -405,7 +404,7 @@ def test_ex2_cancellation_is_explained(answer, at):
     # likely wrong answer 2: a small gradient computed as 1 minus something close to 1
     feedback = exercises.check("ch04-ex2", answer)
     assert feedback.message.startswith("at " + at)
-    assert "the relative error is 100%" in feedback.message and "cancels" in feedback.message
+    assert "the relative error is 100%" in feedback.message and "cancels" in feedback.message  # in ch04.mismatch
     zh = exercises.check("ch04-ex2", answer, lang="zh").message
     assert "相对误差为 100%" in zh and "相消" in zh
 
@@ -414,15 +413,13 @@ def test_ex2_where_without_custom_gradient_points_to_the_where_trap():
     # likely wrong answer 3: tf.where over two stable branches; NaN from the branch not chosen
     feedback = exercises.check("ch04-ex2", logaddexp_where)
     assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1.")
-    assert feedback.key == "ch04.where_trap" and feedback.key == "ch04.where_trap"
-    assert "@tf.custom_gradient" in feedback.message
+    assert feedback.key == "ch04.where_trap"
     assert exercises.check("ch04-ex2", logaddexp_where, lang="zh").key == "ch04.where_trap"
 
 
 def test_ex2_overflowing_custom_gradient():
     feedback = exercises.check("ch04-ex2", logaddexp_exp_ratio)
-    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1. "
-                                       "Your gradient is NaN or inf")
+    assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1. ")
     assert feedback.key == "ch04.gradient_overflow"
     assert exercises.check("ch04-ex2", logaddexp_exp_ratio, lang="zh").key == "ch04.gradient_overflow"
 
@@ -431,28 +428,29 @@ def test_ex2_overflowing_second_derivative():
     feedback = exercises.check("ch04-ex2", logaddexp_where_in_grad_fn)
     assert "your second derivative is nan" in feedback.message
     assert feedback.key == "ch04.second_overflow"
-    zh = exercises.check("ch04-ex2", logaddexp_where_in_grad_fn, lang="zh").message
-    assert "二阶导数为 nan" in zh and "外层梯度带" in zh
+    assert exercises.check("ch04-ex2", logaddexp_where_in_grad_fn, lang="zh").key == "ch04.second_overflow"
 
 
 def test_ex2_numpy_in_grad_fn():
     feedback = exercises.check("ch04-ex2", logaddexp_numpy_gradient)
     assert feedback.key == "ch04.second_none"
-    assert exercises.check("ch04-ex2", logaddexp_numpy_gradient, lang="zh").message.startswith("二阶导数为 None")
+    assert exercises.check("ch04-ex2", logaddexp_numpy_gradient, lang="zh").key == "ch04.second_none"
 
 
 def test_ex2_gradient_count():
     feedback = exercises.check("ch04-ex2", logaddexp_one_gradient)
-    assert feedback.message.startswith("grad_fn must return one gradient per input (a, b)")
+    assert feedback.key == "ch04.gradient_count" and "(a, b)" in feedback.message
     feedback = exercises.check("ch04-ex2", logaddexp_none_for_b)
-    assert feedback.message.startswith("the gradient for b is None")
-    assert exercises.check("ch04-ex2", logaddexp_none_for_b, lang="zh").message.startswith("对 b 的梯度为 None")
+    assert feedback.key == "ch04.none_for" and feedback.message.startswith("the gradient for b ")
+    zh = exercises.check("ch04-ex2", logaddexp_none_for_b, lang="zh")
+    assert zh.key == "ch04.none_for" and zh.message.startswith("对 b 的梯度")
 
 
 def test_ex2_ignoring_dy():
     feedback = exercises.check("ch04-ex2", logaddexp_without_dy)
     assert feedback.message.startswith("at a = 1, b = -1 with upstream gradient 3 your gradient is 0.880797; "
                                        "expected 2.64239.")
+    assert feedback.key == "ch04.upstream"
 
 
 def test_ex2_reference_values_are_independent():
@@ -537,9 +535,9 @@ def test_ex3_whole_norm():
 def test_ex3_by_value():
     feedback = exercises.check("ch04-ex3", clip_by_value)
     assert "your gradient row is [2., 2., 0.]; expected [1.2, 1.6, 0. ]." in feedback.message
-    assert "tf.clip_by_value" in feedback.message and feedback.key == "ch04.by_value"
-    zh = exercises.check("ch04-ex3", clip_by_value, lang="zh").message
-    assert zh.startswith("max_norm = 2，dy 的第 0 行 = [3., 4., 0.]（范数为 5）时，") and "改变这一行的方向" in zh
+    assert feedback.key == "ch04.by_value"
+    zh = exercises.check("ch04-ex3", clip_by_value, lang="zh")
+    assert zh.message.startswith("max_norm = 2，dy 的第 0 行 = [3., 4., 0.]（范数为 5）时，") and zh.key == "ch04.by_value"
 
 
 def test_ex3_clipping_the_forward_pass():
@@ -558,16 +556,16 @@ def test_ex3_plain_identity_is_not_clipped():
 
 def test_ex3_gradient_count():
     feedback = exercises.check("ch04-ex3", clip_one_gradient)
-    assert feedback.message.startswith("grad_fn must return one gradient per input (x, max_norm)")
+    assert feedback.key == "ch04.gradient_count" and "(x, max_norm)" in feedback.message
     assert "expected to return 2 gradients, but returned 1" in feedback.message
 
 
 def test_ex3_per_column_scaled_up_zero_row_and_keepdims():
-    assert "one norm per column" in exercises.check("ch04-ex3", clip_per_column).message
-    assert "rows below the limit grew" in exercises.check("ch04-ex3", clip_normalize).message
-    zero = exercises.check("ch04-ex3", clip_zero_row_nan).message
-    assert zero.startswith("max_norm = 2, row 2 of dy = [0., 0., 0.] (norm 0): your gradient row is [nan, nan, nan]")
-    assert "0/0 = NaN" in zero
+    assert exercises.check("ch04-ex3", clip_per_column).key == "ch04.per_column"
+    assert exercises.check("ch04-ex3", clip_normalize).key == "ch04.scaled_up"
+    zero = exercises.check("ch04-ex3", clip_zero_row_nan)
+    assert zero.message.startswith("max_norm = 2, row 2 of dy = [0., 0., 0.] (norm 0): your gradient row is [nan, nan, nan]")
+    assert zero.key == "ch04.zero_row"
     keepdims = exercises.check("ch04-ex3", clip_without_keepdims).message
     assert keepdims.startswith("your code raised InvalidArgumentError: Incompatible shapes: [5,3] vs. [5]. ")
     assert "keepdims=True" in keepdims
