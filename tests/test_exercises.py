@@ -14,6 +14,9 @@ from gradlib import exercises
 from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch01
 
+# Feedback is asserted by its catalogue key; the message text only where it shows a filled-in
+# number or placeholder (f, x, the loss, w, a norm, {raised}, {also}) that the key cannot.
+
 
 def nested_tapes(f, x, unconnected=tf.UnconnectedGradients.ZERO):
     x = tf.convert_to_tensor(x, tf.float32)
@@ -103,8 +106,8 @@ def nothing_watched(f, x):
 def test_the_first_derivative_is_named(answer):
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your result is 6.75, which is f'(x), "
-                                       "the first derivative; expected f''(x) = 9.")
+    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your result is 6.75, ")
+    assert feedback.key == "ch01.first_derivative" and "f''(x) = 9." in feedback.message
     zh = exercises.check("ch01-ex2", answer, lang="zh")
     assert zh.key == "ch01.first_derivative" and "f(x) = x**3" in zh.message
 
@@ -115,7 +118,6 @@ def test_a_zero_from_an_unrecorded_inner_gradient_is_explained(answer):
     assert not feedback.passed
     assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your second derivative is 0; expected 9.")
     assert feedback.key == "ch01.zero_unconnected"
-    assert "inside the outer tape's with block" in feedback.message
     zh = exercises.check("ch01-ex2", answer, lang="zh")
     assert zh.key == "ch01.zero_unconnected"
 
@@ -124,8 +126,8 @@ def test_none_from_an_unrecorded_inner_gradient_is_explained():
     answer = lambda f, x: inner_gradient_after_the_outer_block(f, x, tf.UnconnectedGradients.NONE)
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
-    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your function returned None; expected 9. "
-                                       "The tape you differentiated the first derivative with has no path")
+    assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your function returned None; expected 9. ")
+    assert feedback.key == "ch01.none_unconnected"
     assert exercises.check("ch01-ex2", answer, lang="zh").key == "ch01.none_unconnected"
 
 
@@ -139,11 +141,10 @@ def one_persistent_tape_outside_its_block(f, x):  # one tape, both gradient call
 
 
 def test_the_unrecorded_first_derivative_message_fits_one_persistent_tape():
-    # the reader has no inner and outer tape: the message speaks of "the tape you differentiated ... with"
+    # the reader has no inner and outer tape: ch01.none_unconnected speaks of "the tape you differentiated ... with"
     feedback = exercises.check("ch01-ex2", one_persistent_tape_outside_its_block)
     assert not feedback.passed
-    assert "your function returned None; expected 9. The tape you differentiated the first derivative with " \
-        "has no path from it back to x: a tape records only while its with block is open." in feedback.message
+    assert feedback.key == "ch01.none_unconnected" and "returned None; expected 9. " in feedback.message
     zh = exercises.check("ch01-ex2", one_persistent_tape_outside_its_block, lang="zh")
     assert zh.key == "ch01.none_unconnected"
 
@@ -151,17 +152,15 @@ def test_the_unrecorded_first_derivative_message_fits_one_persistent_tape():
 def test_none_for_a_linear_function_is_explained():
     feedback = exercises.check("ch01-ex2", second_derivative_without_zero)
     assert not feedback.passed
-    assert feedback.message.startswith("for f(x) = 3x at x = 1.0 your function returned None. The inner gradient "
-                                       "of a linear function is a constant")
+    assert feedback.message.startswith("for f(x) = 3x at x = 1.0 your function returned None. ")
     assert feedback.key == "ch01.second_none"
-    zh = exercises.check("ch01-ex2", second_derivative_without_zero, lang="zh")
-    assert "未连接" in zh.message
+    assert exercises.check("ch01-ex2", second_derivative_without_zero, lang="zh").key == "ch01.second_none"
 
 
 def test_one_tape_asked_twice_is_explained():
     feedback = exercises.check("ch01-ex2", one_tape_asked_twice)
     assert not feedback.passed
-    assert "raised RuntimeError: A non-persistent GradientTape can only be used" in feedback.message
+    assert "raised RuntimeError: A non-persistent GradientTape can only be used" in feedback.message  # {raised}
     assert feedback.key == "ch01.one_tape"
     assert exercises.check("ch01-ex2", one_tape_asked_twice, lang="zh").key == "ch01.one_tape"
 
@@ -171,12 +170,13 @@ def test_an_unwatched_constant_is_explained():
     assert not feedback.passed
     assert "raised TypeError" in feedback.message and feedback.key == "ch01.not_watched"
     zh = exercises.check("ch01-ex2", nothing_watched, lang="zh")
-    assert zh.message.startswith("f(x) = x**3，x = 1.5 时：你的代码抛出了 TypeError")
+    assert zh.key == "ch01.not_watched" and zh.message.startswith("f(x) = x**3，x = 1.5 时：你的代码抛出了 TypeError")
 
 
 def test_a_wrong_value_gets_the_generic_message():
     feedback = exercises.check("ch01-ex2", lambda f, x: tf.constant(1.0))
-    assert feedback.message == "for f(x) = x**3 at x = 1.5 your second derivative is 1; expected 9."
+    assert feedback.key == "ch01.second_wrong"
+    assert feedback.message == "for f(x) = x**3 at x = 1.5 your second derivative is 1; expected 9."  # no hint
 
 
 def test_feedback_renders_for_notebooks():
@@ -333,7 +333,6 @@ def test_ch01_ex3_a_variable_replaced_by_a_tensor_is_named(answer, raised):
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your code raised "
                                        + raised)
     assert feedback.key == "ch01.still_tensor"
-    assert feedback.message.endswith("w.assign(tf.clip_by_norm(w, 1.0)).")
     zh = exercises.check("ch01-ex3", answer, lang="zh")
     assert zh.key == "ch01.still_tensor"
 
@@ -345,8 +344,6 @@ def test_ch01_ex3_rebinding_w_to_what_assign_returns_is_named():
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your code raised "
                                        "ValueError: No gradients provided for any variable")
     assert feedback.key == "ch01.assign_rebound"
-    assert feedback.message.endswith("as a statement, without rebinding w.")
-    assert "new tf.Variable" not in feedback.message
     zh = exercises.check("ch01-ex3", assign_rebound, lang="zh")
     assert zh.key == "ch01.assign_rebound"
 
@@ -356,8 +353,8 @@ def test_ch01_ex3_a_single_projection_after_the_loop_is_named():
     feedback = exercises.check("ch01-ex3", projected_once)
     assert not feedback.passed
     assert feedback.message.startswith("loss sum([1., 4.] * (w - [2., 1.])**2), w = [ 0.9, -0.4], steps = 4: "
-                                       "your w is [0.8408, 0.5414]: where plain gradient descent ends when it is "
-                                       "projected only once, after the loop; expected [0.7265, 0.6872].")
+                                       "your w is [0.8408, 0.5414]")
+    assert feedback.key == "ch01.project_once" and "expected [0.7265, 0.6872]" in feedback.message
     zh = exercises.check("ch01-ex3", projected_once, lang="zh")
     assert zh.key == "ch01.project_once"
 
@@ -383,14 +380,13 @@ def test_ch01_ex3_no_projection_is_named():
     # on the first case tf.clip_by_value before each step never clips: the message names that loop too
     feedback = exercises.check("ch01-ex3", without_projection)
     assert not feedback.passed
-    assert feedback.message == (
-        "loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [1.1808, 0.5904], of norm 1.32017: where "
-        "plain gradient descent ends, with no projection at all (on this loss, tf.clip_by_value(w, -1, 1) before "
-        "each step ends there too); the expected w is [0.8944, 0.4472]. Project after every optimizer step: "
-        "w.assign(tf.clip_by_norm(w, 1.0)) after apply_gradients.")
-    assert "projects before each optimizer step" not in feedback.message
-    zh = exercises.check("ch01-ex3", without_projection, lang="zh").message
-    assert "这是完全不投影的普通梯度下降的结果（在这个损失上，每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果）" in zh
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
+                                       "[1.1808, 0.5904], of norm 1.32017: ")
+    assert feedback.key == "ch01.no_projection" and "the expected w is [0.8944, 0.4472]" in feedback.message
+    # the {also} placeholder, filled with ch01.no_projection_also
+    assert "(on this loss, tf.clip_by_value(w, -1, 1) before each step ends there too)" in feedback.message
+    zh = exercises.check("ch01-ex3", without_projection, lang="zh")
+    assert zh.key == "ch01.no_projection" and "每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果" in zh.message
 
 
 def box_before_the_step(loss_fn, w, steps, learning_rate=0.1):  # two mistakes: the box, and before the step
@@ -415,10 +411,9 @@ def test_ch01_ex3_clip_by_value_before_each_step_is_named_with_no_projection():
     feedback = exercises.check("ch01-ex3", box_before_the_step)
     assert not feedback.passed
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
-                                       "[1.1808, 0.5904], of norm 1.32017: where plain gradient descent ends, with "
-                                       "no projection at all (on this loss, tf.clip_by_value(w, -1, 1) before each "
-                                       "step ends there too);")
-    assert feedback.message.endswith("w.assign(tf.clip_by_norm(w, 1.0)) after apply_gradients.")
+                                       "[1.1808, 0.5904], of norm 1.32017: ")
+    assert feedback.key == "ch01.no_projection"
+    assert "(on this loss, tf.clip_by_value(w, -1, 1) before each step ends there too)" in feedback.message  # {also}
     zh = exercises.check("ch01-ex3", box_before_the_step, lang="zh").message
     assert "每一步之前调用 tf.clip_by_value(w, -1, 1) 也会得到这个结果" in zh
 
@@ -427,13 +422,11 @@ def test_ch01_ex3_clip_by_value_once_after_the_loop_is_named_with_the_box():
     feedback = exercises.check("ch01-ex3", box_once_after_the_loop)
     assert not feedback.passed
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
-                                       "[1.    , 0.5904]: where the loop ends when each step is followed by "
-                                       "tf.clip_by_value(w, -1, 1) (on this loss, one tf.clip_by_value after the "
-                                       "loop ends there too); expected [0.8944, 0.4472].")
-    assert feedback.message.endswith("when its norm exceeds 1, after every optimizer step.")
-    zh = exercises.check("ch01-ex3", box_once_after_the_loop, lang="zh").message
-    assert "循环结束后只调用一次 tf.clip_by_value 也会得到这个结果" in zh
-    assert "请在每次优化器更新之后调用 tf.clip_by_norm(w, 1.0)" in zh
+                                       "[1.    , 0.5904]: ")
+    assert feedback.key == "ch01.box" and "expected [0.8944, 0.4472]" in feedback.message
+    assert "(on this loss, one tf.clip_by_value after the loop ends there too)" in feedback.message  # {also}
+    zh = exercises.check("ch01-ex3", box_once_after_the_loop, lang="zh")
+    assert zh.key == "ch01.box" and "循环结束后只调用一次 tf.clip_by_value 也会得到这个结果" in zh.message
 
 
 def test_ch01_ex3_the_combined_mistakes_are_named_only_where_they_coincide(monkeypatch):
@@ -456,9 +449,8 @@ def test_ch01_ex3_a_projection_before_the_step_is_named():
     feedback = exercises.check("ch01-ex3", projection_before_the_step)
     assert not feedback.passed
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
-                                       "[1.1155, 0.5578], of norm 1.24721: where the loop ends when it projects "
-                                       "before each optimizer step instead of after it; the expected w is "
-                                       "[0.8944, 0.4472].")
+                                       "[1.1155, 0.5578], of norm 1.24721: ")
+    assert feedback.key == "ch01.before_step" and "the expected w is [0.8944, 0.4472]" in feedback.message
     zh = exercises.check("ch01-ex3", projection_before_the_step, lang="zh")
     assert zh.key == "ch01.before_step"
 
@@ -468,11 +460,9 @@ def test_ch01_ex3_a_projection_onto_the_box_is_named():
     feedback = exercises.check("ch01-ex3", onto_the_box)
     assert not feedback.passed
     assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
-                                       "[1.    , 0.5904]: where the loop ends when each step is followed by "
-                                       "tf.clip_by_value(w, -1, 1) (on this loss, one tf.clip_by_value after the "
-                                       "loop ends there too); expected [0.8944, 0.4472].")
-    assert feedback.key == "ch01.box"
-    assert "before the step" not in feedback.message and "not before" not in feedback.message
+                                       "[1.    , 0.5904]: ")
+    assert feedback.key == "ch01.box" and "expected [0.8944, 0.4472]" in feedback.message
+    assert "(on this loss, one tf.clip_by_value after the loop ends there too)" in feedback.message  # {also}
     zh = exercises.check("ch01-ex3", onto_the_box, lang="zh")
     assert zh.key == "ch01.box"
 
@@ -483,10 +473,9 @@ def test_ch01_ex3_another_escape_from_the_ball_gets_the_generic_projection_messa
         return w.assign(3 * train(loss_fn, w, steps))
     feedback = exercises.check("ch01-ex3", scaled_up)
     assert not feedback.passed
-    assert feedback.message == ("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [2.6833, 1.3416], "
-                                "of norm 3: it left the unit ball. Project after every optimizer step "
-                                "(tf.clip_by_norm(w, 1.0) after apply_gradients); the expected w is "
-                                "[0.8944, 0.4472].")
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is "
+                                       "[2.6833, 1.3416], of norm 3: ")
+    assert feedback.key == "ch01.not_projected" and "the expected w is [0.8944, 0.4472]" in feedback.message
     assert exercises.check("ch01-ex3", scaled_up, lang="zh").key == "ch01.not_projected"
 
 
@@ -501,16 +490,16 @@ def test_ch01_ex3_a_projection_onto_the_sphere_is_named():
 def test_ch01_ex3_the_callers_variable_must_be_updated():
     feedback = exercises.check("ch01-ex3", on_a_copy)
     assert not feedback.passed
-    assert "your function returned the right w, [0.8944, 0.4472], but the variable it was given holds [0., 0.]" \
-        in feedback.message
+    assert feedback.key == "ch01.not_in_place"
+    assert "[0.8944, 0.4472]" in feedback.message and "holds [0., 0.]" in feedback.message
     assert "传给它的那个变量的值是 [0., 0.]" in exercises.check("ch01-ex3", on_a_copy, lang="zh").message
 
 
 def test_ch01_ex3_other_wrong_values_get_the_generic_message():
     feedback = exercises.check("ch01-ex3", lambda loss_fn, w, steps: w)
-    assert feedback.message == ("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [0., 0.]; "
-                                "expected [0.8944, 0.4472] (plain gradient descent with learning rate 0.1, each "
-                                "step followed by the projection onto the unit ball).")
+    assert feedback.message.startswith("loss sum((w - [2., 1.])**2), w = [0., 0.], steps = 4: your w is [0., 0.]; "
+                                       "expected [0.8944, 0.4472]")
+    assert feedback.key == "ch01.train_wrong"
 
 
 def test_ch01_ex3_reference_is_projected_gradient_descent():
