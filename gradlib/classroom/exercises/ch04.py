@@ -170,6 +170,9 @@ def _logaddexp_points():
 
 
 LOGADDEXP_A, LOGADDEXP_B = _logaddexp_points()
+# (a, b, upstream gradient) for the last part, inside a tf.function with upstream gradients other than 1
+LOGADDEXP_IN_FUNCTION = (np.array([1.0, -2.0], np.float32), np.array([-1.0, 0.5], np.float32),
+                         np.array([3.0, -0.5], np.float32))
 GRAD_RTOL = 1e-4
 # Below the smallest normal float32 TensorFlow returns 0 (its CPU kernels flush subnormal
 # numbers), so exact gradients smaller than this are compared in absolute terms only.
@@ -339,8 +342,7 @@ def check_logaddexp(answer, lang):
 
     # Inside a tf.function, with upstream gradients other than 1 (a grad_fn that ignores dy passed
     # everything above); the traced graph also shows whether the answer uses tf.custom_gradient.
-    a_up, b_up = np.array([1.0, -2.0], np.float32), np.array([-1.0, 0.5], np.float32)
-    upstream = np.array([3.0, -0.5], np.float32)
+    a_up, b_up, upstream = LOGADDEXP_IN_FUNCTION
     values, grad_a, grad_b, facts = _in_function(answer, a_up, b_up, upstream, lang)
     expected = np.logaddexp(a_up.astype(np.float64), b_up.astype(np.float64))
     i = first_mismatch(values, expected, atol=1e-5)

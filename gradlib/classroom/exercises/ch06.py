@@ -44,7 +44,11 @@ def _exact(value) -> str:
 # -- the gradient reversal layer: ex1 ----------------------------------------------
 
 POINTS = kink_and_random_points([0.0, 1.5, -2.0, 0.1], seed=6)
-LAMS = (1.0, 0.5, 0.0, 2.0)
+LAMS = (1.0, 0.5, 0.0, 2.0)  # Python numbers, with upstream ones
+UPSTREAM_LAM = 0.5            # with UPSTREAM, as a number, and on a 3 x 4 matrix; also on EXACT_POINTS
+TENSOR_LAM = 0.3              # as a tf.constant: it must get no gradient
+VARIABLE_LAM = 0.75           # as a tf.Variable, with UPSTREAM
+FUNCTION_LAMS = (0.25, 1.5)   # a tf.Variable assigned between two calls of one tf.function
 UPSTREAM = np.random.default_rng(7).uniform(-3, 3, POINTS.shape).astype(np.float32)
 # Random points where t + (x - t) with t = -0.5 x differs from x for many of
 # them, then the two zeros: the sign of -0.0 is what an added zero loses.
@@ -123,7 +127,7 @@ def _compare_in_function(answer, x, upstream, *, lang: str) -> Optional[bool]:
     the IdentityN op it creates in a graph with a ``_gradient_op_type``
     attribute (None when the graph cannot be read).
     """
-    lam = tf.Variable(0.25)
+    lam = tf.Variable(FUNCTION_LAMS[0])
     xt, dy = tf.constant(x), tf.constant(upstream)
 
     @tf.function
@@ -135,7 +139,7 @@ def _compare_in_function(answer, x, upstream, *, lang: str) -> Optional[bool]:
             return y, None
         return y, tape.gradient(y, v, output_gradients=dy)
 
-    for value in (0.25, 1.5):
+    for value in FUNCTION_LAMS:
         lam.assign(value)
         prefix = fragment("ch06.with_lam", lang, lam=fmt(value), kind=fragment("ch06.kind_function", lang))
         try:
@@ -151,7 +155,8 @@ def _compare_in_function(answer, x, upstream, *, lang: str) -> Optional[bool]:
         expected = -value * upstream
         i = _first_bad(g, expected)
         if i is not None:
-            key = "function_stale" if value != 0.25 and np.allclose(g, -0.25 * upstream) else "upstream"
+            stale = FUNCTION_LAMS[0]  # the value λ had when the function was traced
+            key = "function_stale" if value != stale and np.allclose(g, -stale * upstream) else "upstream"
             raise Mismatch(message("ch06." + key, lang, prefix=prefix, x=fmt(np.ravel(x)[i]), dy=fmt(np.ravel(upstream)[i]),
                                  got=fmt(np.ravel(g)[i]), expected=fmt(np.ravel(expected)[i])))
     try:  # the trace made above: no new call of the answer
@@ -182,15 +187,18 @@ def _check_reversal(answer, lang: str) -> Tuple[object, Optional[bool]]:
     x = POINTS
     for lam in LAMS:
         _compare(answer, x, lam, lam, lang=lang, prefix=fragment("ch06.with_lam", lang, lam=fmt(lam), kind=""))
-    _compare_upstream(answer, x, 0.5, 0.5, UPSTREAM, lang=lang,
-                      prefix=fragment("ch06.with_lam", lang, lam=fmt(0.5), kind=""))
-    _, lam_grad = _compare(answer, x, tf.constant(0.3), 0.3, lang=lang,
-                           prefix=fragment("ch06.with_lam", lang, lam=fmt(0.3), kind=fragment("ch06.kind_tensor", lang)))
-    _compare_upstream(answer, x, tf.Variable(0.75), 0.75, UPSTREAM, lang=lang,
-                      prefix=fragment("ch06.with_lam", lang, lam=fmt(0.75), kind=fragment("ch06.kind_variable", lang)))
+    _compare_upstream(answer, x, UPSTREAM_LAM, UPSTREAM_LAM, UPSTREAM, lang=lang,
+                      prefix=fragment("ch06.with_lam", lang, lam=fmt(UPSTREAM_LAM), kind=""))
+    _, lam_grad = _compare(answer, x, tf.constant(TENSOR_LAM), TENSOR_LAM, lang=lang,
+                           prefix=fragment("ch06.with_lam", lang, lam=fmt(TENSOR_LAM),
+                                           kind=fragment("ch06.kind_tensor", lang)))
+    _compare_upstream(answer, x, tf.Variable(VARIABLE_LAM), VARIABLE_LAM, UPSTREAM, lang=lang,
+                      prefix=fragment("ch06.with_lam", lang, lam=fmt(VARIABLE_LAM),
+                                      kind=fragment("ch06.kind_variable", lang)))
     matrix = x[:12].reshape(3, 4)
-    _compare_upstream(answer, matrix, 0.5, 0.5, UPSTREAM[:12].reshape(3, 4), lang=lang,
-                      prefix=fragment("ch06.matrix", lang) + fragment("ch06.with_lam", lang, lam=fmt(0.5), kind=""))
+    _compare_upstream(answer, matrix, UPSTREAM_LAM, UPSTREAM_LAM, UPSTREAM[:12].reshape(3, 4), lang=lang,
+                      prefix=fragment("ch06.matrix", lang) + fragment("ch06.with_lam", lang, lam=fmt(UPSTREAM_LAM),
+                                                                        kind=""))
     custom = _compare_in_function(answer, x, UPSTREAM, lang=lang)
     return lam_grad, custom
 
@@ -211,19 +219,19 @@ def _is_library_reversal(answer) -> bool:
 
 def _check_ex1(answer, lang: str) -> str:
     lam_grad, custom = _check_reversal(answer, lang)
-    prefix = fragment("ch06.with_lam", lang, lam=fmt(0.5), kind="")
-    y, _ = _compare(answer, EXACT_POINTS, 0.5, 0.5, lang=lang, prefix=prefix)
+    prefix = fragment("ch06.with_lam", lang, lam=fmt(UPSTREAM_LAM), kind="")
+    y, _ = _compare(answer, EXACT_POINTS, UPSTREAM_LAM, UPSTREAM_LAM, lang=lang, prefix=prefix)
     differ = np.flatnonzero(_bits(y) != _bits(EXACT_POINTS))
     if differ.size:
         i = int(differ[0])
-        raise Mismatch(message("ch06.not_exact", lang, lam=fmt(0.5), x=_exact(EXACT_POINTS[i]), got=_exact(y[i]),
+        raise Mismatch(message("ch06.not_exact", lang, lam=fmt(UPSTREAM_LAM), x=_exact(EXACT_POINTS[i]), got=_exact(y[i]),
                              count=differ.size, n=EXACT_POINTS.size))
     if custom is False:
         raise Mismatch(message("ch06.no_custom", lang))
     if lam_grad is not None:
         got = to_array(lam_grad)
         text = fmt(got) if got is not None and got.dtype.kind in "iuf" and got.size <= 8 else type(lam_grad).__name__
-        raise Mismatch(message("ch06.lam_gradient", lang, lam=fmt(0.3), got=text))
+        raise Mismatch(message("ch06.lam_gradient", lang, lam=fmt(TENSOR_LAM), got=text))
     return message("ch06.ex1_passed", lang, lams=_lams_text())
 
 
