@@ -15,24 +15,39 @@ gradlib must not look like the reader's mistake.
 
 Shared by the chapters' checks: :func:`probe` (value and vector-Jacobian
 product of the reader's function, validated), :func:`first_mismatch` and
-:func:`matches` (the one comparison), :func:`value_mismatch` (the generic
-"your value is ...; expected ..." message), and from
-:mod:`gradlib.classroom.catalogue` :func:`message`, :func:`fragment` and
-:func:`join`.  Every message lives in the catalogues
+:func:`matches` (the one comparison), :func:`first_mistake` (which typical
+wrong answer, from a table of (key, wrong value), the answer reproduces),
+:func:`value_mismatch` (the generic "your value is ...; expected ..."
+message), and from :mod:`gradlib.classroom.catalogue` :func:`message`,
+:func:`fragment` and :func:`join`.  Every message lives in the catalogues
 (``gradlib/classroom/messages/en.json`` and ``zh.json``); a
 :class:`Mismatch` made from a catalogue message carries its key, and so does
 the :class:`Feedback`.
+
+Two kinds of check are declared as data and interpreted here:
+:class:`Elementwise` (an elementwise op: points with kinks, batch shapes,
+parameter sets, a NumPy reference value and gradient, upstream gradients,
+message keys and hint functions; ch02-ex1, ch02-ex2, ch05-ex1) and
+:class:`Scalar` (a function of one number with a value-only reference and a
+table of typical wrong formulas; ch06-ex2).  The other checks are code built
+from the helpers above, with their data (points, cases, parameter values,
+references, wrong answers and their keys) declared once, as constants and
+reference functions of the chapter's module.
 
 Adding an exercise with an automatic check:
 
 1. the chapter pair (``chapters/en`` and ``chapters/zh``): the exercise, its
    hidden reference solution and its check cell
    ``gradlib.exercises.check("chNN-exK", answer_name, lang=...)``;
-2. the check in ``chNN.py``: a function ``check(answer, lang) -> str``
-   registered with ``@exercise("chNN-exK", answer="answer_name")`` that
-   probes the answer (:func:`probe`), compares with a NumPy reference
-   (:func:`first_mismatch`), raises :class:`Mismatch` with a catalogue
-   message on the first problem and returns the success message;
+2. the check in ``chNN.py``: when it fits a spec, one declaration
+   (``SPEC = Elementwise(...)`` or ``Scalar(...)``) and a three-line
+   function ``check(answer, lang) -> str`` registered with
+   ``@exercise("chNN-exK", answer="answer_name")`` that runs it
+   (:func:`check_elementwise` / :func:`check_scalar`) and returns the success
+   message; otherwise a check of that shape that probes the answer
+   (:func:`probe`), compares with a NumPy reference (:func:`first_mismatch`),
+   names typical mistakes (:func:`first_mistake`) and raises
+   :class:`Mismatch` with a catalogue message on the first problem;
 3. its messages, under ``chNN.<name>``, in both catalogues (the same keys and
    placeholders: ``tests/test_classroom_messages.py``);
 4. a row or two in ``tests/test_classroom_wrong_answers.py`` (a typical
