@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ._core import PROPAGATE, Mismatch, as_array, describe, exercise, fmt, fragment, matches, message
+from ._core import PROPAGATE, Mismatch, as_array, describe, exercise, first_mistake, fmt, fragment, matches, message
 
 
 def _raised_text(err: BaseException, lang: str, where: str) -> str:
@@ -154,6 +154,10 @@ def _projected_descent(target, scale, w0, steps, *, every_step=True, projection=
     return w if every_step else project(w)
 
 
+# The likeliest wrong loops, in the order they are recognised: message key -> options of _projected_descent.
+WRONG_LOOPS = {"project_once": dict(every_step=False), "box": dict(projection="box"),
+               "before_step": dict(before_step=True), "no_projection": dict(projection="none")}
+
 # combined mistakes that coincide with a named one on some cases (on the first, clip_by_value before each
 # step never clips, and once after the loop it clips as after each step): the message then names both
 ALSO = {"no_projection": dict(projection="box", before_step=True),
@@ -223,13 +227,12 @@ def check_train(answer, lang):
             raise Mismatch(where + message("ch01.not_in_place", lang, got=fmt(got), held=fmt(held)))
         norm, expected_norm = float(np.linalg.norm(got)), float(np.linalg.norm(expected))
         values = dict(got=fmt(got), expected=fmt(expected), norm=fmt(norm))
-        for key, options in (("project_once", dict(every_step=False)), ("box", dict(projection="box")),
-                             ("before_step", dict(before_step=True)), ("no_projection", dict(projection="none"))):
-            wrong = _projected_descent(target, scale, w0, steps, **options)
-            if not matches(wrong, expected) and matches(got, wrong):
-                also = ALSO.get(key)  # a combined mistake that ends at the same w on this case is named too
-                same = also is not None and matches(got, _projected_descent(target, scale, w0, steps, **also))
-                raise Mismatch(where + message("ch01." + key, lang, also=message("ch01." + key + "_also", lang) if same else "", **values))
+        key = first_mistake(got, expected, [(name, _projected_descent(target, scale, w0, steps, **options))
+                                            for name, options in WRONG_LOOPS.items()], atol=1e-5)
+        if key is not None:
+            also = ALSO.get(key)  # a combined mistake that ends at the same w on this case is named too
+            same = also is not None and matches(got, _projected_descent(target, scale, w0, steps, **also))
+            raise Mismatch(where + message("ch01." + key, lang, also=message("ch01." + key + "_also", lang) if same else "", **values))
         if norm > 1 + 1e-4:
             raise Mismatch(where + message("ch01.not_projected", lang, got=fmt(got), norm=fmt(norm),
                                          expected=fmt(expected)))

@@ -18,8 +18,8 @@ import numpy as np
 import tensorflow as tf
 
 from ...logs import captured_tf_warnings
-from ._core import (PROPAGATE, Mismatch, call, catalogue, describe, exercise, first_mismatch, fmt, fragment, join,
-                    kink_and_random_points, matches, message, require_tensor, to_array)
+from ._core import (PROPAGATE, Mismatch, call, catalogue, describe, exercise, first_mismatch, first_mistake, fmt,
+                    fragment, join, kink_and_random_points, message, require_tensor, to_array)
 
 
 # -- helpers -------------------------------------------------------------------
@@ -100,6 +100,11 @@ def _quant_reference(x, bits, *, levels=None, clip=True):
     return np.round((np.clip(x, 0.0, 1.0) if clip else x) * levels) / levels
 
 
+# The likeliest wrong forward passes: message key -> their value at (x, bits).
+QUANT_MISTAKES = {"pow2_levels": lambda x, bits: _quant_reference(x, bits, levels=2.0 ** bits),
+                  "no_clip": lambda x, bits: _quant_reference(x, bits, clip=False)}
+
+
 def _call_quant(answer, x, bits, lang):
     """answer(x, bits), with the typical exceptions of this exercise explained."""
     where = fragment("ch04.when_bits", lang, bits=bits)
@@ -132,11 +137,8 @@ def check_fake_quant(answer, lang):
         expected = _quant_reference(x64, bits)
         i = first_mismatch(values, expected, atol=1e-5)
         if i is not None:
-            hint = None
-            if matches(values[i], _quant_reference(x64[i], bits, levels=2.0 ** bits)):
-                hint = "pow2_levels"
-            elif matches(values[i], _quant_reference(x64[i], bits, clip=False)):
-                hint = "no_clip"
+            hint = first_mistake(values[i], expected[i], [(key, wrong(x64[i], bits))
+                                                          for key, wrong in QUANT_MISTAKES.items()], atol=1e-5)
             raise _mismatch(lang, at=fragment("ch04.at_bits", lang, x=fmt(x_np[i]), bits=bits), what=value_text,
                             got=values[i], expected=expected[i], hint=hint)
         grad = _gradient(tape, y, x, lang=lang, inputs="x, bits", output_gradients=tf.constant(upstream))
