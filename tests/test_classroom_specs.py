@@ -1,0 +1,90 @@
+"""The spec interpreters and the mistake table of ``gradlib.classroom.exercises._core``, on their own.
+
+The chapters' tests exercise them through real exercises; these pin down the
+rules a new spec relies on: which typical mistake :func:`first_mistake` names,
+and what :func:`check_scalar` accepts and rejects, with which catalogue key.
+The spec below borrows ch06's messages (the only Scalar spec today) with a
+reference of its own, so that it fails when the interpreter, not ch06, changes.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gradlib.classroom.exercises import _core
+
+MISTAKES = [("twice", 2.0), ("negated", -1.0), ("zero", 0.0)]
+
+
+@pytest.mark.parametrize("got, expected, key", [
+    (2.0, 1.0, "twice"),
+    (-1.0, 1.0, "negated"),
+    (0.0, 0.0, None),          # right: every mistake equals the right value at 0, none is a mistake here
+    (0.0, 2.0, "zero"),
+    (4.0, 2.0, "twice"),
+    (3.0, 1.0, None),
+    (np.nan, 1.0, None),       # NaN reproduces no mistake
+    (2.00001, 1.0, "twice"),   # within the tolerance
+])
+def test_first_mistake_names_the_first_wrong_answer_that_differs_from_the_right_one(got, expected, key):
+    table = [(name, factor * expected if name != "zero" else 0.0) for name, factor in MISTAKES]
+    assert _core.first_mistake(got, expected, table) == key
+
+
+def test_first_mistake_keeps_the_order_of_the_table_and_compares_arrays_everywhere():
+    expected = np.array([1.0, 2.0])
+    table = [("a", np.array([5.0, 2.0])), ("b", np.array([5.0, 2.0])), ("c", np.array([5.0, 6.0]))]
+    assert _core.first_mistake(np.array([5.0, 2.0]), expected, table) == "a"
+    assert _core.first_mistake(np.array([5.0, 6.0]), expected, table) == "c"
+    assert _core.first_mistake(np.array([5.0, 2.1]), expected, table) is None
+
+
+SPEC = _core.Scalar(points=(0.0, 0.5, 2.0), reference=lambda p: p * p + 1.0, name="p", where="ch06.at_p",
+                    what="ch06.lam_word", none="ch06.number_none", wrong="ch06.schedule_value",
+                    mistakes=(("ch06.schedule_plus_one", lambda p: p * p + 2.0), ("ch06.schedule_sign", lambda p: p)))
+
+
+def run(answer, lang="en"):
+    try:
+        return "passed", _core.check_scalar(SPEC, answer, lang)
+    except _core.Mismatch as problem:
+        return problem.key, str(problem)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda p: p * p + 1.0,                       # a Python float
+    lambda p: np.float32(p * p + 1.0),           # a NumPy scalar
+    lambda p: tf.constant(p * p + 1.0),          # a 0-d tensor
+    lambda p: int(p * p + 1.0) if p in (0.0, 2.0) else p * p + 1.0,  # an integer where the value is one
+])
+def test_check_scalar_accepts_any_real_number(answer):
+    outcome, values = run(answer)
+    assert outcome == "passed"
+    np.testing.assert_allclose(values, [1.0, 1.25, 5.0])
+
+
+@pytest.mark.parametrize("answer, key, point", [
+    (lambda p: None, "ch06.number_none", "0"),
+    (lambda p: True, "common.not_numeric", "0"),
+    (lambda p: "one", "common.not_numeric", "0"),
+    (lambda p: complex(p * p + 1.0), "common.dtype", "0"),
+    (lambda p: np.array([p * p + 1.0]), "common.shape", "0"),
+    (lambda p: float("inf"), "common.nan", "0"),
+    (lambda p: 1 / p, "common.raised", "0"),
+    (lambda p: p * p + 2.0, "ch06.schedule_plus_one", "0"),    # a named mistake, at the first point
+    (lambda p: p if p else 1.0, "ch06.schedule_sign", "0.5"),  # right at p = 0, the mistake shows at 0.5
+    (lambda p: 1.0, "ch06.schedule_value", "0.5"),             # wrong, but no named mistake
+])
+def test_check_scalar_stops_at_the_first_problem_with_its_key(answer, key, point):
+    got_key, text = run(answer)
+    assert got_key == key, text
+    assert f"p = {point}" in text  # the point is named
+    zh_key, zh_text = run(answer, "zh")
+    assert zh_key == key and f"p = {point}" in zh_text
+
+
+def test_check_scalar_appends_the_mistakes_hint_to_the_wrong_value_message():
+    _, text = run(lambda p: p * p + 2.0)
+    assert text.startswith("at p = 0: your λ_p is 2; expected 1. ")  # the formatted numbers, then the hint
+    _, plain = run(lambda p: 1.0 if p == 0 else 7.0)
+    assert plain == "at p = 0.5: your λ_p is 7; expected 1.25."
