@@ -7,7 +7,9 @@
   refused, and so is a layer without a custom gradient (the stop_gradient
   trick).
 * ``ch06-ex2``: ``dann_lambda(p)``, the schedule
-  :math:`\\lambda_p = 2/(1 + e^{-10 p}) - 1` of Ganin et al. (2016).
+  :math:`\\lambda_p = 2/(1 + e^{-10 p}) - 1` of Ganin et al. (2016).  A
+  :class:`Scalar` spec (``SCHEDULE``): the progress values, the reference and
+  the typical wrong schedules, each with the key of its hint.
 * ``ch06-ex3``: find the bug in a colleague's DANN loss
   :math:`L_y - \\lambda L_d` behind a reversal layer, and write
   ``dann_loss(model, x_source, y_source, x_target, lam)``, fixed.  The
