@@ -32,6 +32,21 @@ def _supported_text() -> str:
     return f"{_text(OLDEST)} to {_text(NEWEST)}"
 
 
+def distribution() -> str:
+    """The name TensorFlow is installed under: ``tensorflow`` (Colab's) or
+    ``tensorflow-cpu``; pip must be told the same name, or it installs a
+    second TensorFlow beside the first."""
+    from importlib import metadata
+
+    for name in ("tensorflow-cpu", "tensorflow"):
+        try:
+            metadata.version(name)
+            return name
+        except metadata.PackageNotFoundError:
+            continue
+    return "tensorflow"
+
+
 def check_version(version: str) -> None:
     """Check the TensorFlow ``version`` (e.g. ``"2.21.0"``) gradlib runs with.
 
@@ -50,11 +65,11 @@ def check_version(version: str) -> None:
     found = (int(match[1]), int(match[2]))
     if found < OLDEST:
         raise ImportError(f"gradlib supports TensorFlow {_supported_text()}, but TensorFlow {version} is "
-                          f"installed: upgrade it, e.g. `pip install 'gradlib[cpu]'`.")
+                          f"installed: upgrade it (`pip install '{distribution()}=={_text(NEWEST)}.*'`).")
     if found > NEWEST:
         warnings.warn(f"gradlib is tested with TensorFlow up to {_text(NEWEST)}, but TensorFlow {version} is "
                       f"installed: it will probably work; if something breaks, install TensorFlow "
-                      f"{_text(NEWEST)} (`pip install 'tensorflow=={_text(NEWEST)}.*'`).",
+                      f"{_text(NEWEST)} (`pip install '{distribution()}=={_text(NEWEST)}.*'`).",
                       UntestedTensorFlowWarning, stacklevel=2)
 
 
@@ -62,9 +77,8 @@ try:
     import tensorflow as tf
 except ImportError as err:  # pragma: no cover - exercised only without TF
     raise ImportError(
-        "gradlib needs TensorFlow "
-        f"{_supported_text()}: `pip install 'gradlib[cpu]'` (or use the "
-        "TensorFlow that Colab already has)."
+        f"gradlib needs TensorFlow {_supported_text()}: `pip install 'tensorflow-cpu=={_text(NEWEST)}.*'` "
+        "(or use the TensorFlow that Colab already has)."
     ) from err
 
 check_version(tf.__version__)

@@ -58,9 +58,10 @@ def real_number(value: Any, name: str, *, minimum: Optional[float] = None, posit
     number at all (a string, None, a bool) raises a TypeError instead.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        kind = "a bool, not a number: " if isinstance(value, (bool, np.bool_)) else ""
         if type_error:
-            raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}")
-        raise ValueError(f"`{name}` must be a finite real number; got {value!r}")
+            raise TypeError(f"`{name}` must be a real number; got {kind}{type(value).__name__} {value!r}")
+        raise ValueError(f"`{name}` must be a finite real number; got {kind}{value!r}")
     if not math.isfinite(value):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}")
     if positive and not value > 0:

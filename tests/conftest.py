@@ -1,17 +1,15 @@
 """Shared test setup: quiet TensorFlow, headless matplotlib, repository paths."""
 
-import importlib.util
 from pathlib import Path
+
+from tools import book
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # The book's kernel environment (mode "test"), set before anything imports
-# TensorFlow: gradlib/book/kernel.py is loaded by path, since importing it as
-# gradlib.book.kernel would import TensorFlow first.
-_spec = importlib.util.spec_from_file_location("_gradbook_kernel", ROOT / "gradlib" / "book" / "kernel.py")
-_kernel = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_kernel)
-_kernel.apply("test")
+# TensorFlow (book.kernel() loads gradlib/book/kernel.py by path: importing it
+# as gradlib.book.kernel would import TensorFlow first).
+book.kernel().apply("test")
 
 import pytest  # noqa: E402
 

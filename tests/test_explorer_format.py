@@ -21,7 +21,17 @@ from gradlib import _explorer_format as fmt
 
 JS = Path(__file__).resolve().parents[1] / "assets" / "static" / "gradbook-explorer.js"
 NODE = shutil.which("node")
-needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed: the JavaScript side cannot be run")
+
+
+@pytest.fixture
+def node():
+    """Node.js runs the JavaScript side; the book's build needs it anyway (npm), so its absence fails."""
+    if NODE is None:
+        pytest.fail("node is not installed: the explorer's JavaScript side cannot be tested (install Node.js)")
+    return NODE
+
+
+needs_node = pytest.mark.usefixtures("node")
 
 # Reads {"data": ..., "keys": [...], "values": [...]} on stdin; writes the module's constants,
 # framePoints for each key and toFixed(1) of each value.

@@ -384,12 +384,13 @@ def kernel():
     ``kernel_env(mode)``, ``apply(mode)``, ``Kernel``, ``run_notebook``."""
     import sys
 
-    name = "gradlib.book.kernel"
-    if name in sys.modules:
-        return sys.modules[name]
+    for name in ("gradlib.book.kernel", "_gradbook_kernel"):  # imported, or loaded here before
+        if name in sys.modules:
+            return sys.modules[name]
     spec = importlib.util.spec_from_file_location("_gradbook_kernel", ROOT / "gradlib" / "book" / "kernel.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    sys.modules["_gradbook_kernel"] = module
     return module
 
 
