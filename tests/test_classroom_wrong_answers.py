@@ -20,13 +20,13 @@ import tensorflow as tf
 from chapter_solutions import reference_solutions
 from gradlib import exercises
 from gradlib.classroom.catalogue import catalogue
-from tools.notebooks import ROOT
+from tools import book
 
 
 @functools.lru_cache(maxsize=None)
 def references():
     """{exercise id: the chapter's reference solution}, from the English chapters."""
-    return {exercise: answer for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
+    return {exercise: answer for md in book.chapters("en")
             for exercise, answer, _, _ in reference_solutions(md)}
 
 

@@ -196,8 +196,8 @@ def test_every_registered_check_is_listed():
     # Each chapter's exercises with a check: the ids come from the registry, the answer names
     # from the chapters' check calls (chapter_solutions), so a check that is lost or renamed fails here.
     from chapter_solutions import reference_solutions
-    from tools.notebooks import ROOT
-    listed = {exercise: name for md in sorted((ROOT / "chapters" / "en").glob("[0-9][0-9]_*.md"))
+    from tools import book
+    listed = {exercise: name for md in book.chapters("en")
               for exercise, _, name, _ in reference_solutions(md)}
     assert exercises.exercise_ids() == sorted(listed)
     assert {i: exercises.answer_name(i) for i in listed} == listed
