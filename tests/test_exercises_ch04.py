@@ -14,10 +14,9 @@ from gradlib import exercises
 from test_classroom_wrong_answers import reference
 from gradlib.classroom.exercises import ch04
 
-# Feedback is asserted by its catalogue key; the message text only where it shows a filled-in
-# number or placeholder (x, bits, a, b, c, a row) that the key cannot, and for the hints that
-# ch04.raised_hint, ch04.mismatch and ch04.row_mismatch carry inside a generic key
-# (num_bits / int_bits / symbolic, the boundary reason, keepdims).
+# Feedback is asserted by its catalogue key (each mistake has its own: a hint appended to
+# ch04.mismatch or ch04.raised_hint gives the feedback the hint's key); the message text only
+# where it shows a filled-in number or placeholder (x, bits, a, b, c, a row) that the key cannot.
 
 
 def _levels(bits, dtype):
@@ -144,11 +143,10 @@ def test_ex1_integer_levels_are_explained():
     # likely wrong answer 2: 2 ** bits - 1 left as an int32 tensor
     feedback = exercises.check("ch04-ex1", quant_int_levels)
     assert feedback.message.startswith("bits = 1: your code raised InvalidArgumentError: cannot compute Mul")
-    assert "tf.cast(2 ** bits - 1, x.dtype)" in feedback.message
+    assert feedback.key == "ch04.int_bits"
     assert not feedback.message.rstrip(".").endswith("name:")
     zh = exercises.check("ch04-ex1", quant_int_levels, lang="zh")
-    assert zh.message.startswith("bits = 1 时，你的代码抛出了 InvalidArgumentError")
-    assert "bits 是 int32 张量" in zh.message
+    assert zh.message.startswith("bits = 1 时，你的代码抛出了 InvalidArgumentError") and zh.key == "ch04.int_bits"
 
 
 def test_ex1_rounding_before_clipping_passes():
@@ -172,15 +170,15 @@ def test_ex1_no_clip_in_the_forward_pass():
 def test_ex1_open_interval_mask():
     feedback = exercises.check("ch04-ex1", quant_open_interval)
     assert feedback.message.startswith("at x = 0, bits = 1 your gradient is 0; expected 2 because x = 0 is an end")
-    assert "x >= 0 and x <= 1" in feedback.message
-    assert "端点属于直通的部分" in exercises.check("ch04-ex1", quant_open_interval, lang="zh").message
+    assert feedback.key == "ch04.boundary"
+    assert exercises.check("ch04-ex1", quant_open_interval, lang="zh").key == "ch04.boundary"
 
 
 def test_ex1_builtin_fake_quant_is_explained():
     feedback = exercises.check("ch04-ex1", quant_builtin)
     assert feedback.message.startswith("bits = 1: your code raised InvalidArgumentError: num_bits must be between 2 and 16")
-    assert "write the op yourself" in feedback.message
-    assert "请自己写出这个运算" in exercises.check("ch04-ex1", quant_builtin, lang="zh").message
+    assert feedback.key == "ch04.num_bits"
+    assert exercises.check("ch04-ex1", quant_builtin, lang="zh").key == "ch04.num_bits"
 
 
 def test_ex1_missing_none_for_bits():
@@ -373,8 +371,9 @@ def test_ex2_swapped_gradients():
 def test_ex2_forward_that_cannot_run_in_a_function():
     feedback = exercises.check("ch04-ex2", logaddexp_numpy_forward)
     assert feedback.message.startswith("inside a tf.function (the check runs your function there once")
-    assert "no attribute 'numpy'" in feedback.message and ".numpy() fails there" in feedback.message
-    assert "在 tf.function 内部" in exercises.check("ch04-ex2", logaddexp_numpy_forward, lang="zh").message
+    assert "no attribute 'numpy'" in feedback.message and feedback.key == "ch04.symbolic"
+    zh = exercises.check("ch04-ex2", logaddexp_numpy_forward, lang="zh")
+    assert zh.message.startswith("在 tf.function 内部") and zh.key == "ch04.symbolic"
 
 
 def test_ex2_naive_value_overflows():
@@ -404,9 +403,9 @@ def test_ex2_cancellation_is_explained(answer, at):
     # likely wrong answer 2: a small gradient computed as 1 minus something close to 1
     feedback = exercises.check("ch04-ex2", answer)
     assert feedback.message.startswith("at " + at)
-    assert "the relative error is 100%" in feedback.message and "cancels" in feedback.message  # in ch04.mismatch
-    zh = exercises.check("ch04-ex2", answer, lang="zh").message
-    assert "相对误差为 100%" in zh and "相消" in zh
+    assert "the relative error is 100%" in feedback.message and feedback.key == "ch04.cancel"
+    zh = exercises.check("ch04-ex2", answer, lang="zh")
+    assert "相对误差为 100%" in zh.message and zh.key == "ch04.cancel"
 
 
 def test_ex2_where_without_custom_gradient_points_to_the_where_trap():
@@ -566,11 +565,10 @@ def test_ex3_per_column_scaled_up_zero_row_and_keepdims():
     zero = exercises.check("ch04-ex3", clip_zero_row_nan)
     assert zero.message.startswith("max_norm = 2, row 2 of dy = [0., 0., 0.] (norm 0): your gradient row is [nan, nan, nan]")
     assert zero.key == "ch04.zero_row"
-    keepdims = exercises.check("ch04-ex3", clip_without_keepdims).message
-    assert keepdims.startswith("your code raised InvalidArgumentError: Incompatible shapes: [5,3] vs. [5]. ")
-    assert "keepdims=True" in keepdims
-    zh = exercises.check("ch04-ex3", clip_without_keepdims, lang="zh").message
-    assert "keepdims=True" in zh and "这样才能用它们按行去除 dy" in zh
+    keepdims = exercises.check("ch04-ex3", clip_without_keepdims)
+    assert keepdims.message.startswith("your code raised InvalidArgumentError: Incompatible shapes: [5,3] vs. [5]. ")
+    assert keepdims.key == "ch04.keepdims"
+    assert exercises.check("ch04-ex3", clip_without_keepdims, lang="zh").key == "ch04.keepdims"
 
 
 def test_ex3_references_are_independent():

@@ -118,7 +118,8 @@ def _call_quant(answer, x, bits, lang):
         for hint, found in (("num_bits", "num_bits" in detail),
                             ("int_bits", "int32" in detail and "float" in detail)):
             if found:
-                raise Mismatch(message("ch04.raised_hint", lang, raised=text, hint=message("ch04." + hint, lang))) from None
+                raise Mismatch(message("ch04.raised_hint", lang, raised=text, hint=message("ch04." + hint, lang)),
+                               key="ch04." + hint) from None
         raise Mismatch(text) from None
 
 
@@ -154,7 +155,8 @@ def check_fake_quant(answer, lang):
             if grads[i] == 0 and np.all(np.isin(x_np[wrong], (0.0, 1.0))):  # right except at the ends
                 text = message("ch04.mismatch", lang, at=at, subject=_subject(lang, grad_text), got=fmt(grads[i]),
                              expected=fmt(expected[i]))
-                raise Mismatch(text + message("ch04.because", lang, reason=message("ch04.boundary", lang, x=fmt(x_np[i]))))
+                raise Mismatch(text + message("ch04.because", lang, reason=message("ch04.boundary", lang, x=fmt(x_np[i]))),
+                               key="ch04.boundary")
             raise _mismatch(lang, at=at, what=grad_text, got=grads[i], expected=expected[i],
                             because="inside" if inside[i] else "outside")
     return message("ch04.quant_passed", lang, n=x_np.size)
@@ -239,7 +241,8 @@ def _in_function(answer, a_np, b_np, upstream, lang):
                 detail = _tidy(describe(err, lang))
                 text = message("common.raised", lang, where=where, error=type(err).__name__, detail=detail)
                 if "numpy" in detail:
-                    text = message("ch04.raised_hint", lang, raised=text, hint=message("ch04.symbolic", lang))
+                    raise Mismatch(message("ch04.raised_hint", lang, raised=text, hint=message("ch04.symbolic", lang)),
+                                   key="ch04.symbolic") from None
                 raise Mismatch(text) from None
         if y is None:
             raise Mismatch(message("common.none", lang, where=where))
@@ -325,7 +328,8 @@ def check_logaddexp(answer, lang):
                 text = message("ch04.mismatch", lang, at=at(i), subject=_subject(lang, name=name), got=fmt(got[i]),
                              expected=fmt(expected[i]))
                 rel = f"{abs(got[i] - expected[i]) / expected[i]:.0%}"
-                raise Mismatch(text + message("ch04.then", lang, hint=message("ch04.cancel", lang, rel=rel)))
+                raise Mismatch(text + message("ch04.then", lang, hint=message("ch04.cancel", lang, rel=rel)),
+                               key="ch04.cancel")
             raise _mismatch(lang, at=at(i), name=name, got=got[i], expected=expected[i])
 
     if not isinstance(grads[0], tf.Tensor):  # a NumPy gradient: nothing for the outer tape to differentiate
@@ -429,7 +433,8 @@ def check_clip_gradient_rows(answer, lang):
             grad = _gradient(tape, y, x, lang=lang, inputs="x, max_norm", output_gradients=tf.constant(dy_np))
         except Mismatch as problem:
             if "Incompatible shapes" in str(problem) or "must be broadcastable" in str(problem):
-                raise Mismatch(str(problem) + message("ch04.then", lang, hint=message("ch04.keepdims", lang))) from None
+                raise Mismatch(str(problem) + message("ch04.then", lang, hint=message("ch04.keepdims", lang)),
+                               key="ch04.keepdims") from None
             raise
         grads = _array(grad, lang=lang, what=grad_text, shape=x_np.shape, none_key="none_gradient")
         expected = _clip_rows(dy64, c)
