@@ -49,8 +49,8 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Elementwise, Mismatch, check_elementwise, exercise, first_mismatch, first_mistake, fmt,
-                    fragment, join, kink_and_random_points, library_calls, message, probe)
+from ._core import (Elementwise, Mismatch, WholeTensor, check_elementwise, check_whole, exercise, first_mismatch,
+                    fmt, fragment, join, kink_and_random_points, library_calls, message, probe)
 
 # -- shared machinery ----------------------------------------------------------------
 
@@ -329,76 +329,59 @@ def _xnor_wrong_gradients(w: np.ndarray, upstream: np.ndarray):
     s = _sign_pm1(w).astype(np.float64)
     coupling = np.sum(s * ybar) / n
     for outer in (np.sign(w).astype(np.float64), s):  # TensorFlow's d|w|/dw is 0 at 0; by hand, +1
-        yield "xnor_product_rule", scale * inside * ybar + outer * coupling
-        yield "xnor_product_rule", scale * ybar + outer * coupling  # and the unclipped estimator
+        yield "ch05.xnor_product_rule", scale * inside * ybar + outer * coupling
+        yield "ch05.xnor_product_rule", scale * ybar + outer * coupling  # and the unclipped estimator
     clipped = np.clip(w.astype(np.float64), -1.0, 1.0)
     # the stop_gradient trick with the right surrogate w/n + E clip(w, -1, 1), but E not stopped in it
-    yield "xnor_trick_unstopped", ybar * (1.0 / n + scale * inside) + np.sign(w) * np.sum(clipped * ybar) / n
+    yield "ch05.xnor_trick_unstopped", ybar * (1.0 / n + scale * inside) + np.sign(w) * np.sum(clipped * ybar) / n
     for outer in (np.sign(w).astype(np.float64), s):  # tf.sign(w)/n or the forward's sign/n, instead of 1/n
-        yield "xnor_sign_over_n", ybar * (outer / n + scale * inside)
-    yield "xnor_no_diagonal", scale * inside * ybar
-    yield "xnor_plain", scale * ybar
-    yield "xnor_identity", ybar
-    yield "xnor_no_clip", ybar * (1.0 / n + scale)
-    yield "xnor_no_scale", ybar * (1.0 / n + inside)
+        yield "ch05.xnor_sign_over_n", ybar * (outer / n + scale * inside)
+    yield "ch05.xnor_no_diagonal", scale * inside * ybar
+    yield "ch05.xnor_plain", scale * ybar
+    yield "ch05.xnor_identity", ybar
+    yield "ch05.xnor_no_clip", ybar * (1.0 / n + scale)
+    yield "ch05.xnor_no_scale", ybar * (1.0 / n + inside)
 
 
-def _xnor_values(answer_values, w, where, lang):
-    value, _ = xnor_paper_reference(w, np.ones_like(w))
-    bad = np.flatnonzero(~np.isclose(np.ravel(answer_values), np.ravel(value), atol=1e-5, rtol=1e-4))
-    if bad.size == 0:
-        return
-    i = int(next((k for k in bad if np.ravel(w)[k] != 0), bad[0]))  # w = 0 last: its message is narrower
+def _xnor_value_problem(lang, where, text, w, y, i):
+    """One scale per row or column, sign(0) not +1, or else the formula of the value."""
     scale = np.mean(np.abs(w), dtype=np.float32)
-    got, flat_w = np.ravel(answer_values)[i], np.ravel(w)
-    text = message("common.value", lang,
-                   where=fragment("ch05.at_w3", lang, where=where, index=_index(i, w.shape), w=fmt(flat_w[i])),
-                   what=fragment("common.forward", lang), got=fmt(got), expected=fmt(np.ravel(value)[i]))
+    got = np.ravel(y)[i]
     if w.ndim == 2:
         for axis, word in ((0, "column_word"), (1, "row_word")):
             per_axis = _sign_pm1(w) * np.mean(np.abs(w), axis=axis, keepdims=True)
-            if np.allclose(answer_values, per_axis, atol=1e-5, rtol=1e-4):
-                raise Mismatch(join(text, message("ch05.xnor_axis", lang, axis=message("ch05." + word, lang)),
-                                     lang))
-    if flat_w[i] == 0 and (np.isclose(got, 0.0, atol=1e-6) or np.isclose(got, -scale, atol=1e-5)):
+            if np.allclose(y, per_axis, atol=1e-5, rtol=1e-4):
+                return join(text, message("ch05.xnor_axis", lang, axis=message("ch05." + word, lang)), lang)
+    if np.ravel(w)[i] == 0 and (np.isclose(got, 0.0, atol=1e-6) or np.isclose(got, -scale, atol=1e-5)):
         key = "xnor_zero" if np.isclose(got, 0.0, atol=1e-6) else "xnor_zero_negative"
-        raise Mismatch(message("ch05." + key, lang, where=where, got=fmt(got), E=fmt(scale)))
-    raise Mismatch(join(text, message("ch05.xnor_value", lang, E=fmt(scale)), lang))
+        return message("ch05." + key, lang, where=where, got=fmt(got), E=fmt(scale))
+    return join(text, message("ch05.xnor_value", lang, E=fmt(scale)), lang)
+
+
+def _xnor_gradient_hint(lang, w, g, bad):
+    if np.all(np.abs(np.ravel(w)[bad]) == 1):
+        return message("ch05.xnor_strict", lang)  # wrong exactly at w = ±1: a strict |w| < 1
+    return message("ch05.xnor_gradient", lang, n=w.size, E=fmt(np.mean(np.abs(w), dtype=np.float32)))
+
+
+def _shape(w: np.ndarray) -> str:
+    return "×".join(map(str, w.shape))
+
+
+# On a vector and a matrix, each with kinks (0, ±1) and random upstream gradients.  A nonzero
+# weight is reported first: at w = 0 TensorFlow's d|w|/dw is 0, which hides the coupling through E.
+XNOR = WholeTensor(
+    cases=XNOR_INPUTS, reference=xnor_paper_reference, name="w", report_first=lambda w: w != 0,
+    where=lambda lang, w: "" if w.ndim == 1 else fragment("ch05.in_matrix", lang, shape=_shape(w)),
+    at=lambda lang, where, w, i: fragment("ch05.at_w3", lang, where=where, index=_index(i, w.shape),
+                                          w=fmt(np.ravel(w)[i])),
+    none_gradient=_no_gradient, value_problem=_xnor_value_problem,
+    all_zero=lambda lang, where: message("ch05.no_gradient", lang, prefix=where, kind=fragment("ch05.zero_word", lang)),
+    upstream_key="ch05.upstream", mistakes=_xnor_wrong_gradients, gradient_hint=_xnor_gradient_hint)
 
 
 @exercise("ch05-ex3", answer="xnor_paper")
 def check_xnor_paper(answer, lang):
-    close = lambda a, b: np.allclose(a, b, atol=1e-4, rtol=1e-4)  # noqa: E731
-    for w, ybar in XNOR_INPUTS:
-        where = "" if w.ndim == 1 else message("ch05.in_matrix", lang, shape="×".join(map(str, w.shape)))
-        y, g = _value_and_vjp(answer, w, ybar, lang=lang, prefix=where)
-        _xnor_values(y, w, where, lang)
-        _, expected = xnor_paper_reference(w, ybar)
-        flat_w = np.ravel(w)
-        bad = np.flatnonzero(~np.isclose(np.ravel(g), np.ravel(expected), atol=1e-4, rtol=1e-4))
-        if bad.size == 0:
-            continue
-        # a nonzero weight first: at w = 0 TensorFlow's d|w|/dw is 0, which hides the coupling through E
-        i = int(next((k for k in bad if flat_w[k] != 0), bad[0]))
-        if not np.any(g):
-            raise Mismatch(message("ch05.no_gradient", lang, prefix=where,
-                                   kind=fragment("ch05.zero_word", lang)))
-        _, local = xnor_paper_reference(w, np.ones_like(w))
-        if close(g, local):  # the local derivative, not multiplied by the upstream gradient
-            raise Mismatch(message("ch05.upstream", lang, prefix=where, dy=fmt(np.ravel(ybar)[i]),
-                                   at=f"w = {fmt(flat_w[i])}", got=fmt(np.ravel(g)[i]),
-                                   expected=fmt(np.ravel(expected)[i])))
-        text = message("common.value", lang,
-                       where=fragment("ch05.at_w3", lang, where=where, index=_index(i, w.shape),
-                                     w=fmt(flat_w[i])),
-                       what=fragment("common.gradient", lang), got=fmt(np.ravel(g)[i]),
-                       expected=fmt(np.ravel(expected)[i]))
-        mistake = first_mistake(g, expected, _xnor_wrong_gradients(w, ybar), rtol=1e-4, atol=1e-4)
-        hint = message("ch05." + mistake, lang) if mistake else None
-        if hint is None and np.all(np.abs(flat_w[bad]) == 1):
-            hint = message("ch05.xnor_strict", lang)  # wrong exactly at w = ±1: a strict |w| < 1
-        if hint is None:
-            hint = message("ch05.xnor_gradient", lang, n=w.size, E=fmt(np.mean(np.abs(w), dtype=np.float32)))
-        raise Mismatch(join(text, hint, lang))
+    check_whole(XNOR, answer, lang)
     vector, matrix = XNOR_INPUTS[0][0], XNOR_INPUTS[1][0]
-    return message("ch05.xnor_passed", lang, n=vector.size, shape="×".join(map(str, matrix.shape)))
+    return message("ch05.xnor_passed", lang, n=vector.size, shape=_shape(matrix))
