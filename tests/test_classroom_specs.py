@@ -2,7 +2,8 @@
 
 The chapters' tests exercise them through real exercises; these pin down the
 rules a new spec relies on: which typical mistake :func:`first_mistake` names,
-and what :func:`check_scalar` accepts and rejects, with which catalogue key.
+what :func:`check_scalar` accepts and rejects, with which catalogue key, and in which order
+:func:`check_whole` reports the problems of a whole-tensor op.
 The spec below borrows ch06's messages (the only Scalar spec today) with a
 reference of its own, so that it fails when the interpreter, not ch06, changes.
 """
@@ -88,3 +89,56 @@ def test_check_scalar_appends_the_mistakes_hint_to_the_wrong_value_message():
     assert text.startswith("at p = 0: your λ_p is 2; expected 1. ")  # the formatted numbers, then the hint
     _, plain = run(lambda p: 1.0 if p == 0 else 7.0)
     assert plain == "at p = 0.5: your λ_p is 7; expected 1.25."
+
+
+# -- WholeTensor: y = 3x at fixed points, with ch05's messages borrowed ----------------------------
+
+WHOLE_X = np.array([0.0, 1.0, -2.0, 0.5], np.float32)
+WHOLE_UP = np.array([2.0, -1.0, 3.0, 0.5], np.float32)
+WHOLE = _core.WholeTensor(
+    cases=[(WHOLE_X, WHOLE_UP)], reference=lambda x, u: (3.0 * x, 3.0 * u.astype(np.float64)),
+    where=lambda lang, x: "", at=lambda lang, where, x, i: f"{where}at x[{i}] = {_core.fmt(x[i])}: ",
+    report_first=lambda x: x != 0,
+    none_gradient=lambda lang, where: _core.message("ch05.no_gradient", lang, prefix=where, kind="None"),
+    value_problem=lambda lang, where, text, x, y, i: text,
+    all_zero=lambda lang, where: _core.message("ch05.no_gradient", lang, prefix=where, kind="0"),
+    upstream_key="ch05.upstream",
+    mistakes=lambda x, u: [("ch05.xnor_identity", u), ("ch05.xnor_plain", -3.0 * u)],
+    gradient_hint=lambda lang, x, g, bad: _core.message("ch05.xnor_strict", lang) if np.all(x[bad] == 1) else "")
+
+
+def with_gradient(backward, forward=lambda v: 3.0 * v):
+    @tf.custom_gradient
+    def op(v):
+        return forward(v), lambda dy: backward(v, dy)
+    return op
+
+
+def run_whole(answer, lang="en"):
+    try:
+        return "passed", _core.check_whole(WHOLE, answer, lang)
+    except _core.Mismatch as problem:
+        return problem.key, str(problem)
+
+
+@pytest.mark.parametrize("answer, key, text", [
+    (lambda v: 3.0 * v, "passed", None),
+    (with_gradient(lambda v, dy: 3.0 * dy), "passed", None),
+    (lambda v: 3.0 * v + 1.0, "common.value", "at x[1] = 1: your value is 4; expected 3"),      # x != 0 first
+    (lambda v: 3.0 * v + tf.where(v == 0, 1.0, 0.0), "common.value", "at x[0] = 0: your value is 1"),  # else x = 0
+    (with_gradient(lambda v, dy: 3.0 * tf.ones_like(v)), "ch05.upstream",
+     "with an upstream gradient of -1 at x = 1, your gradient is 3; expected -3"),             # dy forgotten
+    (with_gradient(lambda v, dy: tf.zeros_like(v)), "ch05.no_gradient", "your gradient is 0 everywhere"),
+    (lambda v: tf.stop_gradient(3.0 * v), "ch05.no_gradient", "your gradient is None everywhere"),
+    (with_gradient(lambda v, dy: dy), "ch05.xnor_identity", "at x[1] = 1: your gradient is -1; expected -3"),
+    (with_gradient(lambda v, dy: -3.0 * dy), "ch05.xnor_plain", "at x[1] = 1: your gradient is 3; expected -3"),
+    (with_gradient(lambda v, dy: tf.where(v == 1, 0.0, 3.0 * dy)), "ch05.xnor_strict", "at x[1] = 1: "),  # the hint
+    (with_gradient(lambda v, dy: tf.where(v == 0.5, 0.0, 3.0 * dy)), "common.value",
+     "at x[3] = 0.5: your gradient is 0; expected 1.5."),                                      # no hint
+])
+def test_check_whole_reports_each_problem_with_its_key(answer, key, text):
+    got_key, got_text = run_whole(answer)
+    assert got_key == key, got_text
+    if text is not None:
+        assert got_text.startswith(text) or text in got_text, got_text
+    assert run_whole(answer, "zh")[0] == key
