@@ -13,6 +13,7 @@
   with sign(0) = +1 and :math:`E = \\frac1n\\sum_i |w_i|` over the whole
   tensor; backward
   :math:`\\partial C/\\partial w_i = \\bar y_i\\,(1/n + E\\,\\mathbb{1}\\{|w_i| \\le 1\\})`.
+  A :class:`WholeTensor` spec (``XNOR``).
 
 Every reference below is a closed NumPy formula, independent of gradlib's ops
 and of the chapter's solutions.  The answers run under ``tf.GradientTape``
