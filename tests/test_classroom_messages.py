@@ -7,6 +7,7 @@ otherwise surface only when a reader makes that particular mistake.
 
 import ast
 import json
+import re
 import string
 from pathlib import Path
 
@@ -37,12 +38,18 @@ def test_catalogue_files_are_plain_flat_json():
         assert namespaces <= {"common", "grade", "ch01", "ch02", "ch03-ex1", "ch03-ex2", "ch04", "ch05", "ch06"}
 
 
+KEY_LIKE = re.compile(r"(common|grade|ch0\d|ch03-ex\d)\.[a-z0-9_]+")
+
+
 def literal_keys():
-    """Every key the classroom's code names as a literal: message("k"), fragment("k"), and a
+    """Every key the classroom's code names as a literal: message("k"), fragment("k"), any string
+    constant shaped like a key ("ch05.xnor_plain" in a spec's table or ``upstream_key=``), and a
     "ns." + ... prefix, which must be the namespace of at least one key."""
     keys, prefixes = set(), set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and KEY_LIKE.fullmatch(node.value):
+                keys.add((path.name, node.value))
             if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
                     in ("message", "fragment", "_msg") and node.args):
                 continue

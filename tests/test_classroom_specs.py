@@ -8,6 +8,8 @@ The spec below borrows ch06's messages (the only Scalar spec today) with a
 reference of its own, so that it fails when the interpreter, not ch06, changes.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -97,14 +99,14 @@ WHOLE_X = np.array([0.0, 1.0, -2.0, 0.5], np.float32)
 WHOLE_UP = np.array([2.0, -1.0, 3.0, 0.5], np.float32)
 WHOLE = _core.WholeTensor(
     cases=[(WHOLE_X, WHOLE_UP)], reference=lambda x, u: (3.0 * x, 3.0 * u.astype(np.float64)),
-    where=lambda lang, x: "", at=lambda lang, where, x, i: f"{where}at x[{i}] = {_core.fmt(x[i])}: ",
+    where=lambda lang, x, params: "", at=lambda lang, where, x, i: f"{where}at x[{i}] = {_core.fmt(x[i])}: ",
     report_first=lambda x: x != 0,
     none_gradient=lambda lang, where: _core.message("ch05.no_gradient", lang, prefix=where, kind="None"),
-    value_problem=lambda lang, where, text, x, y, i: text,
+    value_problem=lambda lang, where, text, x, y, i, params: text,
     all_zero=lambda lang, where: _core.message("ch05.no_gradient", lang, prefix=where, kind="0"),
     upstream_key="ch05.upstream",
     mistakes=lambda x, u: [("ch05.xnor_identity", u), ("ch05.xnor_plain", -3.0 * u)],
-    gradient_hint=lambda lang, x, g, bad: _core.message("ch05.xnor_strict", lang) if np.all(x[bad] == 1) else "")
+    gradient_hint=lambda lang, x, g, bad, i, params: _core.message("ch05.xnor_strict", lang) if np.all(x[bad] == 1) else "")
 
 
 def with_gradient(backward, forward=lambda v: 3.0 * v):
@@ -142,3 +144,37 @@ def test_check_whole_reports_each_problem_with_its_key(answer, key, text):
     if text is not None:
         assert got_text.startswith(text) or text in got_text, got_text
     assert run_whole(answer, "zh")[0] == key
+
+
+# y = s·x with a parameter s; the gradient s·dy is right, and so is 0 (an alternative reference, as ch05-ex2
+# accepts a gradient with max|tanh w| held constant); dy unchanged is the identity mistake.
+SCALED = dataclasses.replace(
+    WHOLE, params=[(2.0,), (-1.0,)], reference=lambda x, u, s: (s * x, s * u.astype(np.float64)),
+    alternatives=lambda x, u, s: [np.zeros_like(x)], upstream_key=None, identity_key="ch05.dorefa_identity",
+    where=lambda lang, x, params: f"with s = {_core.fmt(params[0])}, ", mistakes=lambda x, u, s: [])
+
+
+def run_scaled(answer, lang="en"):
+    try:
+        return "passed", _core.check_whole(SCALED, answer, lang)
+    except _core.Mismatch as problem:
+        return problem.key, str(problem)
+
+
+def test_check_whole_runs_every_parameter_and_says_which_correct_gradient_each_pass_matched():
+    assert run_scaled(lambda v, s: s * v) == ("passed", [0, 0])
+    assert run_scaled(lambda v, s: tf.stop_gradient(s * v) + 0.0 * v) == ("passed", [1, 1])
+    mixed = with_gradient(lambda v, dy: tf.zeros_like(v), forward=lambda v: -v)
+    assert run_scaled(lambda v, s: 2.0 * v if s == 2.0 else mixed(v)) == ("passed", [0, 1])
+
+
+def test_check_whole_names_the_parameter_the_identity_and_compares_with_the_closest_correct_gradient():
+    key, text = run_scaled(lambda v, s: s * v + tf.where(v == 1.0, 1.0, 0.0) if s == -1.0 else s * v)
+    assert key == "common.value" and text.startswith("with s = -1, at x[1] = 1: your value is 0; expected -1")
+    identity = with_gradient(lambda v, dy: dy, forward=lambda v: 2.0 * v)
+    key, text = run_scaled(lambda v, s: identity(v))
+    assert key == "ch05.dorefa_identity" and text.startswith("with s = 2, your gradient is the upstream gradient")
+    # zero except at x = -2: closer to the alternative 0 than to 2·dy, so reported against 0 (expected 0)
+    almost_zero = with_gradient(lambda v, dy: tf.where(v == -2.0, 1.0, 0.0), forward=lambda v: 2.0 * v)
+    key, text = run_scaled(lambda v, s: almost_zero(v))
+    assert key == "common.value" and text == "with s = 2, at x[2] = -2: your gradient is 1; expected 0."

@@ -590,40 +590,48 @@ def check_scalar(spec: Scalar, answer: Callable, lang: str) -> List[float]:
 class WholeTensor:
     """The check of a tensor op at fixed inputs, as data: :func:`check_whole` runs it.
 
-    For each ``(x, upstream)`` of ``cases`` the answer is called as
-    ``answer(x)`` under a tape (:func:`probe`, the gradient weighted by
-    ``upstream``); its value, then its vector-Jacobian product, are compared
-    whole with ``reference(x, upstream) -> (value, vjp)``, a NumPy formula
-    (value within ``rtol``/``value_atol``, gradient within ``rtol``/``atol``).
-    Of the mismatching points the first where ``report_first(x)`` (a boolean
-    mask) holds is reported, else the first.  Messages are catalogue keys or
-    hooks, called with ``lang`` first:
+    For each tuple in ``params`` and each ``(x, upstream)`` of ``cases`` the
+    answer is called as ``answer(x, *params)`` under a tape (:func:`probe`,
+    the gradient weighted by ``upstream``); its value, then its
+    vector-Jacobian product, are compared whole with ``reference(x, upstream,
+    *params) -> (value, vjp)``, a NumPy formula (value within
+    ``rtol``/``value_atol``, gradient within ``rtol``/``atol``).  A VJP of
+    ``alternatives(x, upstream, *params)`` (other correct gradients) passes
+    too; a wrong one is compared with the closest of all (fewest mismatching
+    points).  Of the mismatching points the first where ``report_first(x)``
+    (a boolean mask) holds is reported, else the first.  Messages are
+    catalogue keys or hooks, called with ``lang`` first:
 
-    * ``where(lang, x)``: the prefix naming the case ("on the 3×4 matrix, ");
+    * ``where(lang, x, params)``: the prefix naming the case ("on the 3×4 matrix, ");
     * ``at(lang, where, x, i)``: the prefix of a problem at flat index ``i``;
     * ``none_gradient(lang, where)``: the message for a None gradient;
-    * ``value_problem(lang, where, text, x, y, i)``: the message for a wrong
-      value, given the generic one ``text`` (``common.value`` at ``i``);
+    * ``value_problem(lang, where, text, x, y, i, params)``: the message for
+      a wrong value, given the generic one ``text`` (``common.value`` at ``i``);
     * ``all_zero(lang, where)``: the message for a gradient that is 0 everywhere;
-    * ``upstream_key``: the message when the gradient is the local derivative
-      (``reference`` with upstream ones): a ``grad_fn`` that forgot dy (fields
-      prefix, dy, at, got, expected; ``at`` is "``name`` = value");
-    * ``mistakes(x, upstream)``: (key, wrong vjp) pairs, the typical wrong
-      gradients; the first that the answer reproduces (:func:`first_mistake`)
-      gives the hint appended to the generic message, else
-      ``gradient_hint(lang, x, g, bad)`` does (``bad``: the flat indices that mismatch).
+    * ``upstream_key`` / ``identity_key``: the message when the gradient is
+      the local derivative (``reference`` with upstream ones: a ``grad_fn``
+      that forgot dy) / the upstream gradient unchanged (fields prefix, dy,
+      at, got, expected; ``at`` is "``name`` = value");
+    * ``mistakes(x, upstream, *params)``: (key, wrong vjp) pairs, the typical
+      wrong gradients; the first that the answer reproduces
+      (:func:`first_mistake`) gives the hint appended to the generic message,
+      else ``gradient_hint(lang, x, g, bad, i, params)`` does (``bad``: the
+      flat indices that mismatch, ``i`` the one reported).
     """
 
     cases: Sequence[Tuple[np.ndarray, np.ndarray]]
-    reference: Callable[[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray]]
-    where: Callable[[str, np.ndarray], str]
+    reference: Callable[..., Tuple[np.ndarray, np.ndarray]]
+    where: Callable[[str, np.ndarray, tuple], str]
     at: Callable[[str, str, np.ndarray, int], str]
     none_gradient: Callable[[str, str], str]
     value_problem: Callable[..., str]
     all_zero: Callable[[str, str], str]
-    upstream_key: str
-    mistakes: Callable[[np.ndarray, np.ndarray], Sequence[Tuple[str, np.ndarray]]]
+    mistakes: Callable[..., Sequence[Tuple[str, np.ndarray]]]
     gradient_hint: Callable[..., str]
+    params: Sequence[tuple] = ((),)
+    alternatives: Optional[Callable[..., Sequence[np.ndarray]]] = None
+    upstream_key: Optional[str] = None
+    identity_key: Optional[str] = None
     name: str = "x"
     report_first: Optional[Callable[[np.ndarray], np.ndarray]] = None
     rtol: float = 1e-4
@@ -642,36 +650,55 @@ def _reported(bad: np.ndarray, first: np.ndarray) -> int:
     return int(next((k for k in bad if first[k]), bad[0]))
 
 
-def check_whole(spec: WholeTensor, answer: Callable, lang: str) -> None:
-    """Run a :class:`WholeTensor` spec on the reader's ``answer``; raise :class:`Mismatch` on the first problem."""
-    for x, upstream in spec.cases:
-        where = spec.where(lang, x)
-        first = np.ravel(spec.report_first(x)) if spec.report_first else np.ones(x.size, bool)
-        y, g, _ = probe(answer, x, upstream=upstream, lang=lang, where=where,
-                        none_message=spec.none_gradient(lang, where))
-        value, expected = spec.reference(x, upstream)
-        bad = _bad_points(y, value, spec.rtol, spec.value_atol)
-        if bad.size:
-            i = _reported(bad, first)
-            text = message("common.value", lang, where=spec.at(lang, where, x, i), what=fragment("common.forward", lang),
-                           got=fmt(np.ravel(y)[i]), expected=fmt(np.ravel(value)[i]))
-            raise Mismatch(spec.value_problem(lang, where, text, x, y, i))
-        bad = _bad_points(g, expected, spec.rtol, spec.atol)
-        if bad.size == 0:
-            continue
+def check_whole(spec: WholeTensor, answer: Callable, lang: str) -> List[int]:
+    """Run a :class:`WholeTensor` spec on the reader's ``answer``; raise :class:`Mismatch` on the first problem.
+
+    Returns, for each pass (params outer, cases inner), which correct gradient
+    the answer's is: 0 the reference's, k the k-th of ``alternatives``.
+    """
+    matched = []
+    for params in spec.params:
+        for x, upstream in spec.cases:
+            matched.append(_whole_pass(spec, answer, x, upstream, params, lang))
+    return matched
+
+
+def _whole_pass(spec: WholeTensor, answer: Callable, x: np.ndarray, upstream: np.ndarray, params: tuple,
+                lang: str) -> int:
+    where = spec.where(lang, x, params)
+    first = np.ravel(spec.report_first(x)) if spec.report_first else np.ones(x.size, bool)
+    y, g, _ = probe(lambda v: answer(v, *params), x, upstream=upstream, lang=lang, where=where,
+                    none_message=spec.none_gradient(lang, where))
+    value, expected = spec.reference(x, upstream, *params)
+    bad = _bad_points(y, value, spec.rtol, spec.value_atol)
+    if bad.size:
         i = _reported(bad, first)
-        if not np.any(g):
-            raise Mismatch(spec.all_zero(lang, where))
-        flat_x, flat_g, flat_expected = np.ravel(x), np.ravel(g), np.ravel(expected)
-        _, local = spec.reference(x, np.ones_like(x))
-        if np.allclose(g, local, rtol=spec.rtol, atol=spec.atol):
-            raise Mismatch(message(spec.upstream_key, lang, prefix=where, dy=fmt(np.ravel(upstream)[i]),
-                                   at=f"{spec.name} = {fmt(flat_x[i])}", got=fmt(flat_g[i]),
-                                   expected=fmt(flat_expected[i])))
-        text = message("common.value", lang, where=spec.at(lang, where, x, i), what=fragment("common.gradient", lang),
-                       got=fmt(flat_g[i]), expected=fmt(flat_expected[i]))
-        mistake = first_mistake(g, expected, spec.mistakes(x, upstream), rtol=spec.rtol, atol=spec.atol)
-        raise Mismatch(join(text, message(mistake, lang) if mistake else spec.gradient_hint(lang, x, g, bad), lang))
+        text = message("common.value", lang, where=spec.at(lang, where, x, i), what=fragment("common.forward", lang),
+                       got=fmt(np.ravel(y)[i]), expected=fmt(np.ravel(value)[i]))
+        raise Mismatch(spec.value_problem(lang, where, text, x, y, i, params))
+    correct = [expected, *(spec.alternatives(x, upstream, *params) if spec.alternatives else ())]
+    misses = [_bad_points(g, right, spec.rtol, spec.atol) for right in correct]
+    for k, bad in enumerate(misses):
+        if bad.size == 0:
+            return k
+    k = min(range(len(correct)), key=lambda k: misses[k].size)  # the closest correct gradient
+    expected, bad = correct[k], misses[k]
+    i = _reported(bad, first)
+    flat_x, flat_g, flat_expected = np.ravel(x), np.ravel(g), np.ravel(expected)
+    fields = dict(prefix=where, dy=fmt(np.ravel(upstream)[i]), at=f"{spec.name} = {fmt(flat_x[i])}",
+                  got=fmt(flat_g[i]), expected=fmt(flat_expected[i]))
+    if spec.identity_key and np.allclose(g, upstream, rtol=spec.rtol, atol=spec.atol):
+        raise Mismatch(message(spec.identity_key, lang, **fields))
+    if not np.any(g):
+        raise Mismatch(spec.all_zero(lang, where))
+    if spec.upstream_key and np.allclose(g, spec.reference(x, np.ones_like(x), *params)[1],
+                                         rtol=spec.rtol, atol=spec.atol):
+        raise Mismatch(message(spec.upstream_key, lang, **fields))
+    text = message("common.value", lang, where=spec.at(lang, where, x, i), what=fragment("common.gradient", lang),
+                   got=fmt(flat_g[i]), expected=fmt(flat_expected[i]))
+    mistake = first_mistake(g, expected, spec.mistakes(x, upstream, *params), rtol=spec.rtol, atol=spec.atol)
+    hint = message(mistake, lang) if mistake else spec.gradient_hint(lang, x, g, bad, i, params)
+    raise Mismatch(join(text, hint, lang))
 
 
 def kink_and_random_points(kinks: Sequence[float], *, low: float = -3.0, high: float = 3.0,

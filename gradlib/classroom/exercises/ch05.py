@@ -45,13 +45,13 @@ check (``from gradlib import ste_sign as s``) is not caught.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
-from ._core import (Elementwise, Mismatch, WholeTensor, check_elementwise, check_whole, exercise, first_mismatch,
-                    fmt, fragment, join, kink_and_random_points, library_calls, message, probe)
+from ._core import (Elementwise, Mismatch, WholeTensor, check_elementwise, check_whole, exercise, fmt, fragment, join,
+                    kink_and_random_points, library_calls, message)
 
 # -- shared machinery ----------------------------------------------------------------
 
@@ -65,12 +65,6 @@ def _listing(values, lang: str) -> str:
 
 def _no_gradient(lang: str, prefix: str) -> str:
     return message("ch05.no_gradient", lang, prefix=prefix, kind=fragment("ch05.none_word", lang))
-
-
-def _value_and_vjp(fn: Callable, x: np.ndarray, upstream: np.ndarray, *, lang: str, prefix: str = ""):
-    """The shared probe, with this chapter's message for a None gradient."""
-    y, g, _ = probe(fn, x, upstream=upstream, lang=lang, where=prefix, none_message=_no_gradient(lang, prefix))
-    return y, g
 
 
 def _sign_pm1(x: np.ndarray) -> np.ndarray:
@@ -215,21 +209,53 @@ DOREFA_MISTAKES = (("max_w", "dorefa_max_w"), ("max_sign", "dorefa_max_sign"), (
                    ("axis1", "dorefa_max_axis"), ("affine", "dorefa_affine"))
 
 
-def _dorefa_mistake(y: np.ndarray, g: Optional[np.ndarray], bits: int, lang: str) -> Optional[str]:
-    """The message for a typical wrong answer whose value (and gradient, when given) it reproduces."""
+def _dorefa_value_mistake(y: np.ndarray, bits: int, lang: str) -> Optional[str]:
+    """The message for a typical wrong answer whose value it reproduces."""
     for variant, key in DOREFA_MISTAKES:
         for clip in (True, False):
-            value, grad = _dorefa_variant(DOREFA_W, bits, DOREFA_UPSTREAM, variant, clip=clip)
-            if not np.allclose(y, value, atol=1e-5, rtol=1e-4):
-                continue
-            if g is None or np.allclose(g, grad, atol=1e-4, rtol=1e-4):
+            value, _ = _dorefa_variant(DOREFA_W, bits, DOREFA_UPSTREAM, variant, clip=clip)
+            if np.allclose(y, value, atol=1e-5, rtol=1e-4):
                 return message("ch05." + key, lang)
     return None
+
+
+def _dorefa_wrong_gradients(w: np.ndarray, upstream: np.ndarray, bits: int):
+    """The gradients of the typical wrong answers whose value is right here, each with the key of its message."""
+    value, _, _ = dorefa_weights_reference(w, bits, upstream)
+    for variant, key in DOREFA_MISTAKES:
+        for clip in (True, False):
+            wrong_value, grad = _dorefa_variant(w, bits, upstream, variant, clip=clip)
+            if np.allclose(value, wrong_value, atol=1e-5, rtol=1e-4):
+                yield "ch05." + key, grad
+
+
+def _dorefa_value_problem(lang, where, text, w, y, i, params):
+    """A typical wrong value, values quantized too finely, or else the formula of the value."""
+    (bits,) = params
+    n = 2 ** bits - 1
+    hint = _dorefa_value_mistake(y, bits, lang)
+    if hint is None and 2 ** bits < len(np.unique(np.round(y, 5))) <= 2 ** (bits + 1) + 1:  # too finely
+        hint = message("ch05.dorefa_levels", lang, bits=bits, levels=2 ** bits, n=n)
+    return join(text, hint or message("ch05.dorefa_value", lang, n=n), lang)
 
 
 def _index(i: int, shape) -> str:
     return "[" + ", ".join(str(k) for k in np.unravel_index(i, shape)) + "]"
 
+
+# At each bits, with random upstream gradients; both the gradient with max|tanh w| differentiated and the one
+# with it held constant pass.  A point away from the tie w = 0 is reported first: its message says more.
+DOREFA = WholeTensor(
+    cases=[(DOREFA_W, DOREFA_UPSTREAM)], params=[(bits,) for bits in BITS], name="w", report_first=lambda w: w != 0,
+    reference=lambda w, dy, bits: dorefa_weights_reference(w, bits, dy)[:2],
+    alternatives=lambda w, dy, bits: [dorefa_weights_reference(w, bits, dy, stop_max=True)[1]],
+    where=lambda lang, w, params: fragment("ch05.with_bits", lang, bits=params[0]),
+    at=lambda lang, where, w, i: where + fragment("ch05.at_w", lang, index=_index(i, w.shape), w=fmt(np.ravel(w)[i])),
+    none_gradient=_no_gradient, value_problem=_dorefa_value_problem, identity_key="ch05.dorefa_identity",
+    all_zero=lambda lang, where: message("ch05.no_gradient", lang, prefix=where, kind=fragment("ch05.zero_word", lang)),
+    mistakes=_dorefa_wrong_gradients,
+    gradient_hint=lambda lang, w, g, bad, i, params: message(
+        "ch05." + ("dorefa_max" if i == int(np.argmax(np.abs(w))) else "dorefa_gradient"), lang))
 
 EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"),)
 
@@ -237,59 +263,11 @@ EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"),)
 @exercise("ch05-ex2", answer="dorefa_weights")
 def check_dorefa_weights(answer, lang):
     with library_calls(EX2_LIBRARY) as calls:
-        variants = _check_dorefa_weights(answer, lang)
+        matched = check_whole(DOREFA, answer, lang)
     _refuse_library(calls, lang, "dorefa_allowed")
-    variant = message("ch05.stopped_max", lang) if variants == {"stopped"} else ""
+    variant = message("ch05.stopped_max", lang) if all(k == 1 for k in matched) else ""
     return message("ch05.dorefa_passed", lang, bits=_listing(BITS, lang), n=DOREFA_W.size,
                    variant=variant)
-
-
-def _check_dorefa_weights(answer, lang):
-    w, dy = DOREFA_W, DOREFA_UPSTREAM
-    variants = set()
-    for bits in BITS:
-        prefix = fragment("ch05.with_bits", lang, bits=bits)
-        value, grad, n = dorefa_weights_reference(w, bits, dy)
-        _, grad_stopped, _ = dorefa_weights_reference(w, bits, dy, stop_max=True)
-        y, g = _value_and_vjp(lambda v: answer(v, bits), w, dy, lang=lang, prefix=prefix)
-        flat_w = np.ravel(w)
-        bad = np.flatnonzero(~np.isclose(np.ravel(y), np.ravel(value), atol=1e-5, rtol=1e-4))
-        if bad.size:
-            # report a point away from the tie first: its message says more
-            i = int(next((k for k in bad if flat_w[k] != 0), bad[0]))
-            where = prefix + message("ch05.at_w", lang, index=_index(i, w.shape), w=fmt(flat_w[i]))
-            got = np.ravel(y)[i]
-            text = message("common.value", lang, where=where, what=fragment("common.forward", lang),
-                           got=fmt(got), expected=fmt(np.ravel(value)[i]))
-            mistake = _dorefa_mistake(y, None, bits, lang)
-            if mistake is not None:
-                hint = mistake
-            elif 2 ** bits < len(np.unique(np.round(y, 5))) <= 2 ** (bits + 1) + 1:  # quantized, too finely
-                hint = message("ch05.dorefa_levels", lang, bits=bits, levels=2 ** bits, n=n)
-            else:
-                hint = message("ch05.dorefa_value", lang, n=n)
-            raise Mismatch(join(text, hint, lang))
-        if first_mismatch(g, grad, atol=1e-4) is None:
-            variants.add("full")
-            continue
-        if first_mismatch(g, grad_stopped, atol=1e-4) is None:
-            variants.add("stopped")
-            continue
-        if np.allclose(g, dy, atol=1e-5):
-            raise Mismatch(message("ch05.dorefa_identity", lang, prefix=prefix))
-        if not np.any(g):
-            raise Mismatch(message("ch05.no_gradient", lang, prefix=prefix,
-                                   kind=fragment("ch05.zero_word", lang)))
-        mistake = _dorefa_mistake(y, g, bits, lang)
-        # report against the variant the answer is closer to (fewer mismatching weights)
-        target = min((grad, grad_stopped), key=lambda r: np.sum(~np.isclose(g, r, atol=1e-4, rtol=1e-4)))
-        i = first_mismatch(g, target, atol=1e-4)
-        where = prefix + message("ch05.at_w", lang, index=_index(i, w.shape), w=fmt(flat_w[i]))
-        text = message("common.value", lang, where=where, what=fragment("common.gradient", lang),
-                       got=fmt(np.ravel(g)[i]), expected=fmt(np.ravel(target)[i]))
-        key = "dorefa_max" if i == int(np.argmax(np.abs(flat_w))) else "dorefa_gradient"
-        raise Mismatch(join(text, mistake or message("ch05." + key, lang), lang))
-    return variants
 
 
 # -- ch05-ex3: xnor_paper(w) ------------------------------------------------------------
@@ -344,7 +322,7 @@ def _xnor_wrong_gradients(w: np.ndarray, upstream: np.ndarray):
     yield "ch05.xnor_no_scale", ybar * (1.0 / n + inside)
 
 
-def _xnor_value_problem(lang, where, text, w, y, i):
+def _xnor_value_problem(lang, where, text, w, y, i, params):
     """One scale per row or column, sign(0) not +1, or else the formula of the value."""
     scale = np.mean(np.abs(w), dtype=np.float32)
     got = np.ravel(y)[i]
@@ -359,7 +337,7 @@ def _xnor_value_problem(lang, where, text, w, y, i):
     return join(text, message("ch05.xnor_value", lang, E=fmt(scale)), lang)
 
 
-def _xnor_gradient_hint(lang, w, g, bad):
+def _xnor_gradient_hint(lang, w, g, bad, i, params):
     if np.all(np.abs(np.ravel(w)[bad]) == 1):
         return message("ch05.xnor_strict", lang)  # wrong exactly at w = ±1: a strict |w| < 1
     return message("ch05.xnor_gradient", lang, n=w.size, E=fmt(np.mean(np.abs(w), dtype=np.float32)))
@@ -373,7 +351,7 @@ def _shape(w: np.ndarray) -> str:
 # weight is reported first: at w = 0 TensorFlow's d|w|/dw is 0, which hides the coupling through E.
 XNOR = WholeTensor(
     cases=XNOR_INPUTS, reference=xnor_paper_reference, name="w", report_first=lambda w: w != 0,
-    where=lambda lang, w: "" if w.ndim == 1 else fragment("ch05.in_matrix", lang, shape=_shape(w)),
+    where=lambda lang, w, params: "" if w.ndim == 1 else fragment("ch05.in_matrix", lang, shape=_shape(w)),
     at=lambda lang, where, w, i: fragment("ch05.at_w3", lang, where=where, index=_index(i, w.shape),
                                           w=fmt(np.ravel(w)[i])),
     none_gradient=_no_gradient, value_problem=_xnor_value_problem,
