@@ -31,7 +31,8 @@ message keys and hint functions; ch02-ex1, ch02-ex2, ch05-ex1),
 :class:`Scalar` (a function of one number with a value-only reference and a
 table of typical wrong formulas; ch06-ex2) and :class:`WholeTensor` (a
 tensor op at fixed inputs and upstream gradients, value and VJP compared
-whole, a table of typical wrong gradients; ch05-ex3).  The other checks are
+whole, alternative correct gradients, a table of typical wrong gradients;
+ch05-ex2, ch05-ex3).  The other checks are
 code built from the helpers above, with their data (points, cases, parameter
 values, references, wrong answers and their keys) declared once, as
 constants and reference functions of the chapter's module.  Why each stays code:
@@ -40,11 +41,10 @@ constants and reference functions of the chapter's module.  Why each stays code:
 * ch01-ex3: a training loop, run with a recording ``loss_fn`` and a Variable whose identity matters.
 * ch02-ex4: six arguments, NaN features on purpose, a scalar loss with three gradient references.
 * ch03-ex1, ch03-ex2: graph mode and the gradient registry (RegisterGradient, gradient_override_map), not a function to probe.
-* ch04-ex1: one-sentence messages with a "because" clause per region, NaN compared point by point.
+* ch04-ex1: one sentence per mistake ("... because x is outside [0, 1]"), not a message plus a hint;
+  hints for the forward pass's exceptions; a NaN value compared point by point.
 * ch04-ex2: two inputs, relative accuracy, a second derivative and the traced graph inspected.
 * ch04-ex3: compares whole rows, and a forward pass that clips is its own message.
-* ch05-ex2: two correct references (max|tanh w| held constant or not), judged against the closer one;
-  its wrong answers are recognised by value and gradient together.
 * ch06-ex1: the tf.function and Variable probe, and a bit-exact comparison.
 * ch06-ex3: find-the-bug loss, with hints chosen by fitting coefficients (inequalities, not a table).
 

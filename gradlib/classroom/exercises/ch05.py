@@ -7,7 +7,8 @@
   k >= 2, :math:`2\\,\\operatorname{round}(n u)/n - 1` with
   :math:`u = \\tanh w / (2 \\max|\\tanh w|) + 1/2` and :math:`n = 2^k - 1`;
   straight through the rounding only, everything else differentiated.  (At
-  k = 1 DoReFa-Net binarises the weights with a scaled sign instead.)
+  k = 1 DoReFa-Net binarises the weights with a scaled sign instead.)  A
+  :class:`WholeTensor` spec (``DOREFA``).
 * ``ch05-ex3``: ``xnor_paper(w)``, XNOR-Net's binary weights with the
   gradient of the paper's section 3.1: forward :math:`\\operatorname{sign}(w)\\,E`
   with sign(0) = +1 and :math:`E = \\frac1n\\sum_i |w_i|` over the whole
@@ -209,11 +210,11 @@ DOREFA_MISTAKES = (("max_w", "dorefa_max_w"), ("max_sign", "dorefa_max_sign"), (
                    ("axis1", "dorefa_max_axis"), ("affine", "dorefa_affine"))
 
 
-def _dorefa_value_mistake(y: np.ndarray, bits: int, lang: str) -> Optional[str]:
-    """The message for a typical wrong answer whose value it reproduces."""
+def _dorefa_value_mistake(w: np.ndarray, y: np.ndarray, bits: int, lang: str) -> Optional[str]:
+    """The message for a typical wrong answer whose value at ``w`` is ``y``."""
     for variant, key in DOREFA_MISTAKES:
         for clip in (True, False):
-            value, _ = _dorefa_variant(DOREFA_W, bits, DOREFA_UPSTREAM, variant, clip=clip)
+            value, _ = _dorefa_variant(w, bits, np.ones_like(w), variant, clip=clip)
             if np.allclose(y, value, atol=1e-5, rtol=1e-4):
                 return message("ch05." + key, lang)
     return None
@@ -233,7 +234,7 @@ def _dorefa_value_problem(lang, where, text, w, y, i, params):
     """A typical wrong value, values quantized too finely, or else the formula of the value."""
     (bits,) = params
     n = 2 ** bits - 1
-    hint = _dorefa_value_mistake(y, bits, lang)
+    hint = _dorefa_value_mistake(w, y, bits, lang)
     if hint is None and 2 ** bits < len(np.unique(np.round(y, 5))) <= 2 ** (bits + 1) + 1:  # too finely
         hint = message("ch05.dorefa_levels", lang, bits=bits, levels=2 ** bits, n=n)
     return join(text, hint or message("ch05.dorefa_value", lang, n=n), lang)
