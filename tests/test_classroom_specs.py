@@ -9,6 +9,7 @@ reference of its own, so that it fails when the interpreter, not ch06, changes.
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -47,11 +48,15 @@ SPEC = _core.Scalar(points=(0.0, 0.5, 2.0), reference=lambda p: p * p + 1.0, nam
                     mistakes=(("ch06.schedule_plus_one", lambda p: p * p + 2.0), ("ch06.schedule_sign", lambda p: p)))
 
 
-def run(answer, lang="en"):
+def outcome(check, spec, answer, lang="en"):
+    """("passed", what the check returns), or the key and text of the first problem it finds."""
     try:
-        return "passed", _core.check_scalar(SPEC, answer, lang)
+        return "passed", check(spec, answer, lang)
     except _core.Mismatch as problem:
         return problem.key, str(problem)
+
+
+run = functools.partial(outcome, _core.check_scalar, SPEC)
 
 
 @pytest.mark.parametrize("answer", [
@@ -116,11 +121,7 @@ def with_gradient(backward, forward=lambda v: 3.0 * v):
     return op
 
 
-def run_whole(answer, lang="en"):
-    try:
-        return "passed", _core.check_whole(WHOLE, answer, lang)
-    except _core.Mismatch as problem:
-        return problem.key, str(problem)
+run_whole = functools.partial(outcome, _core.check_whole, WHOLE)
 
 
 @pytest.mark.parametrize("answer, key, text", [
@@ -154,11 +155,7 @@ SCALED = dataclasses.replace(
     where=lambda lang, x, params: f"with s = {_core.fmt(params[0])}, ", mistakes=lambda x, u, s: [])
 
 
-def run_scaled(answer, lang="en"):
-    try:
-        return "passed", _core.check_whole(SCALED, answer, lang)
-    except _core.Mismatch as problem:
-        return problem.key, str(problem)
+run_scaled = functools.partial(outcome, _core.check_whole, SCALED)
 
 
 def test_check_whole_runs_every_parameter_and_says_which_correct_gradient_each_pass_matched():
