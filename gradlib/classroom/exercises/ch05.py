@@ -68,6 +68,10 @@ def _no_gradient(lang: str, prefix: str) -> str:
     return message("ch05.no_gradient", lang, prefix=prefix, kind=fragment("ch05.none_word", lang))
 
 
+def _zero_gradient(lang: str, where: str, params: tuple = ()) -> str:
+    return message("ch05.no_gradient", lang, prefix=where, kind=fragment("ch05.zero_word", lang))
+
+
 def _sign_pm1(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
 
@@ -128,8 +132,7 @@ BINARY_SIGN = Elementwise(
     where=lambda lang, params: fragment("ch05.with_clip", lang, clip=fmt(params[0])),
     forward_hint="ch05.sign_forward", value_problem=_sign_zero, gradient_hint=_clip_hint,
     none_gradient=lambda lang, where, params: _no_gradient(lang, where),
-    all_zero=lambda lang, where, params: message("ch05.no_gradient", lang, prefix=where,
-                                                 kind=fragment("ch05.zero_word", lang)))
+    all_zero=_zero_gradient)
 
 
 def _check_binary_sign(answer, lang):
@@ -253,7 +256,7 @@ DOREFA = WholeTensor(
     where=lambda lang, w, params: fragment("ch05.with_bits", lang, bits=params[0]),
     at=lambda lang, where, w, i: where + fragment("ch05.at_w", lang, index=_index(i, w.shape), w=fmt(np.ravel(w)[i])),
     none_gradient=_no_gradient, value_problem=_dorefa_value_problem, identity_key="ch05.dorefa_identity",
-    all_zero=lambda lang, where: message("ch05.no_gradient", lang, prefix=where, kind=fragment("ch05.zero_word", lang)),
+    all_zero=_zero_gradient,
     mistakes=_dorefa_wrong_gradients,
     gradient_hint=lambda lang, w, g, bad, i, params: message(
         "ch05." + ("dorefa_max" if i == int(np.argmax(np.abs(w))) else "dorefa_gradient"), lang))
@@ -356,7 +359,7 @@ XNOR = WholeTensor(
     at=lambda lang, where, w, i: fragment("ch05.at_w3", lang, where=where, index=_index(i, w.shape),
                                           w=fmt(np.ravel(w)[i])),
     none_gradient=_no_gradient, value_problem=_xnor_value_problem,
-    all_zero=lambda lang, where: message("ch05.no_gradient", lang, prefix=where, kind=fragment("ch05.zero_word", lang)),
+    all_zero=_zero_gradient,
     upstream_key="ch05.upstream", mistakes=_xnor_wrong_gradients, gradient_hint=_xnor_gradient_hint)
 
 
