@@ -61,12 +61,20 @@ Adding an exercise with an automatic check:
    message; otherwise a check of that shape that probes the answer
    (:func:`probe`), compares with a NumPy reference (:func:`first_mismatch`),
    names typical mistakes (:func:`first_mistake`) and raises
-   :class:`Mismatch` with a catalogue message on the first problem;
+   :class:`Mismatch` with a catalogue message on the first problem.  Keep the
+   chapter's other decorators too (chapter 2's straight-through exercises add
+   ``@_without_straight_through``, so ``gradlib.straight_through`` is not
+   accepted as the answer); add the id to the module docstring's list;
 3. its messages, under ``chNN.<name>``, in both catalogues (the same keys and
    placeholders: ``tests/test_classroom_messages.py``);
-4. a row or two in ``tests/test_classroom_wrong_answers.py`` (a typical
-   mistake and the key it must get).  The fuzzer and the reference-solution
-   test pick the new exercise up by themselves.
+4. the three most likely wrong answers as rows of
+   ``tests/test_classroom_wrong_answers.py`` (each with the key it must get,
+   as CONTRIBUTING.md asks);
+5. ``make notebooks`` to regenerate the ``.ipynb`` twins.
+
+The fuzzer, the reference-solution tests, the student edition and the
+grader's tests find the new exercise by themselves (from the chapters and
+the registry), and ``make check`` runs them.
 """
 
 from __future__ import annotations
