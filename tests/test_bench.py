@@ -252,13 +252,16 @@ def test_op_timings_measure_every_op_against_identity():
 
 
 def test_op_timings_see_a_costly_op(monkeypatch):
-    # An op doing ~50 MFLOP more than identity per call must come out slower
-    # (a timing that measured nothing, or the wrong function, would not).
+    # An op doing ~4 GFLOP more than identity per call must come out slower
+    # (a timing that measured nothing, or the wrong function, would not). The
+    # extra work is hundreds of times a call's overhead on any CPU, so that a
+    # fast BLAS cannot bring the ratio near the bound (300x300 matrices once
+    # gave 2.98 on CI).
     import tensorflow as tf
 
     from tools import bench_ops
 
-    big = tf.ones((300, 300))
+    big = tf.ones((1000, 1000))
 
     def costly(v):
         return v + 0.0 * tf.reduce_sum(tf.matmul(tf.matmul(big, big), big))
