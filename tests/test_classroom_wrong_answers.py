@@ -6,20 +6,21 @@ generic rows are the answers every check must survive (an exception, None,
 NaN, a wrong shape, a string, an integer dtype, a wrong signature, no
 function at all); the fuzzer (``test_fuzz_checks.py``) tries hundreds more
 but asserts only that the feedback is well-formed, so this table pins down
-*which* message each gets.  The chapter rows are typical mistakes with a
-message of their own.
+*which* message each gets.  The other rows are each exercise's typical
+mistakes with a message of their own, declared with its check
+(``@exercise(..., wrong_answers=...)`` in ``gradlib/classroom/exercises/chNN.py``):
+a new exercise brings its own rows.
 """
 
 import functools
 
-import gradlib
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from chapter_solutions import reference_solutions
 from gradlib import exercises
 from gradlib.classroom.catalogue import catalogue
+from gradlib.classroom.exercises._core import WRONG_ANSWERS
 from tools import book
 
 
@@ -72,41 +73,9 @@ SPECIAL = {
 }
 
 # -- typical mistakes with a message of their own ------------------------------------------------
+# Each exercise declares them with its check: ``@exercise(..., wrong_answers=[(name, answer, key), ...])``.
 
-
-def _ste(surrogate):
-    return lambda x: surrogate(x) + tf.stop_gradient(tf.sign(x) - surrogate(x))
-
-
-def _reversal(scale_of_lam):
-    def answer(x, lam):
-        @tf.custom_gradient
-        def op(v):
-            return tf.identity(v), lambda dy: scale_of_lam(lam) * dy
-        return op(x)
-    return answer
-
-
-CHAPTER = [
-    ("ch02-ex1", "plain straight-through", _ste(lambda x: x), "ch02.ste_unclipped"),
-    ("ch02-ex1", "tanh surrogate", _ste(tf.tanh), "ch02.ste_tanh"),
-    ("ch02-ex1", "sign only", tf.sign, "ch02.ste_all_zero"),
-    ("ch02-ex1", "clip as the value", lambda x: tf.clip_by_value(x, -1.0, 1.0), "ch02.ste_forward_clip"),
-    ("ch02-ex1", "gradlib.straight_through",
-     lambda x: gradlib.straight_through(tf.sign, lambda v: tf.clip_by_value(v, -1.0, 1.0))(x),
-     "ch02.straight_through"),
-    ("ch02-ex2", "value scaled too", lambda x, s: s * x, "ch02.scaled_value"),
-    ("ch02-ex2", "stopped x plus s x", lambda x, s: tf.stop_gradient(x) + s * x, "ch02.scaled_sum"),
-    ("ch06-ex1", "identity", lambda x, lam: tf.identity(x), "ch06.grad_sign"),   # at lam = 1: +1, not -1
-    ("ch06-ex1", "lam without the minus", _reversal(lambda lam: lam), "ch06.grad_sign"),
-    ("ch06-ex1", "minus one whatever lam", _reversal(lambda lam: -1.0), "ch06.grad_ignores_lam"),
-    ("ch06-ex2", "schedule plus one", lambda p: 2.0 / (1.0 + np.exp(-10.0 * p)), "ch06.schedule_plus_one"),
-    ("ch05-ex1", "bool", lambda x, clip: tf.cast(x > 0, tf.bool), "common.dtype"),
-    ("ch05-ex1", "None instead of a function", None, "common.not_callable"),
-    ("ch06-ex3", "returns the model", lambda *a: a[0], "common.not_numeric"),
-    ("ch06-ex3", "a Python float", lambda *a: 1.5, "common.not_tensor"),
-    ("ch06-ex2", "sigmoid", lambda p: 1.0 / (1.0 + np.exp(-10.0 * p)), "ch06.schedule_sigmoid"),
-]
+MINIMUM = 3  # "the three most likely wrong answers" (CONTRIBUTING.md)
 
 
 def rows():
@@ -114,14 +83,24 @@ def rows():
         for name, answer in GENERIC.items():
             key = SPECIAL.get((exercise_id, name), COMMON_KEY[name])
             yield pytest.param(exercise_id, answer, key, id=f"{exercise_id}-{name}")
-    for exercise_id, name, answer, key in CHAPTER:
-        yield pytest.param(exercise_id, answer, key, id=f"{exercise_id}-{name}")
+    for exercise_id, wrong_answers in sorted(WRONG_ANSWERS.items()):
+        for name, answer, key in wrong_answers:
+            yield pytest.param(exercise_id, answer, key, id=f"{exercise_id}-{name}")
 
 
 def test_the_special_rows_name_real_cases():
     ids = set(exercises.exercise_ids())
     assert {e for e, _ in SPECIAL} <= ids and {name for _, name in SPECIAL} <= set(GENERIC)
-    assert {e for e, *_ in CHAPTER} <= ids
+
+
+@pytest.mark.parametrize("exercise_id", exercises.exercise_ids())
+def test_every_exercise_declares_its_typical_wrong_answers(exercise_id):
+    wrong_answers = WRONG_ANSWERS[exercise_id]
+    assert len(wrong_answers) >= MINIMUM, f"{exercise_id} declares {len(wrong_answers)} wrong answers"
+    names = [w.name for w in wrong_answers]
+    assert len(set(names)) == len(names), names
+    for wrong in wrong_answers:
+        assert wrong.key in catalogue("en") and wrong.key in catalogue("zh"), wrong
 
 
 def expect_key(exercise_id, answer, key):

@@ -726,15 +726,37 @@ CHECKS: Dict[str, Callable] = {}
 ANSWERS: Dict[str, str] = {}
 
 
-def exercise(exercise_id: str, *, answer: Optional[str] = None):
+class WrongAnswer(NamedTuple):
+    """A typical wrong answer to an exercise and the message it must get.
+
+    ``answer`` is written as a reader would write it (usually a function);
+    ``key`` is the catalogue key of the :class:`Feedback` it must get, in
+    both languages (``tests/test_classroom_wrong_answers.py`` runs every one).
+    """
+
+    name: str  # what the mistake is, e.g. "tanh surrogate"
+    answer: Any
+    key: str
+
+
+# The typical wrong answers of each exercise, declared with its check.
+WRONG_ANSWERS: Dict[str, Tuple[WrongAnswer, ...]] = {}
+
+
+def exercise(exercise_id: str, *, answer: Optional[str] = None,
+             wrong_answers: Sequence[Tuple[str, Any, str]] = ()):
     """Register ``check(answer, lang) -> str`` (the success message) under an id.
 
     The check raises :class:`Mismatch` with the reader-facing message on the
     first problem it finds.  ``answer`` is the name of the function the
     reader defines in the chapter's check cell (e.g. ``"second_derivative"``).
+    ``wrong_answers`` are the exercise's typical mistakes, ``(name, answer,
+    key)`` triples (:class:`WrongAnswer`): at least the three most likely,
+    each with the message key the check must give it.
     """
     def decorator(check: Callable):
         CHECKS[exercise_id] = check
+        WRONG_ANSWERS[exercise_id] = tuple(WrongAnswer(*row) for row in wrong_answers)
         if answer is not None:
             ANSWERS[exercise_id] = answer
         return check

@@ -114,7 +114,23 @@ STE = Elementwise(
     diagnose_nan=lambda lang, x, y: _diagnose_ste_nan(x, y, lang))
 
 
-@exercise("ch02-ex1", answer="clipped_identity_ste")
+def _ste(surrogate: Callable) -> Callable:
+    """The trick with ``surrogate`` as the backward function: forward sign, gradient surrogate'."""
+    return lambda x: surrogate(x) + tf.stop_gradient(tf.sign(x) - surrogate(x))
+
+
+def _library_ste(x):
+    import gradlib
+    return gradlib.straight_through(tf.sign, lambda v: tf.clip_by_value(v, -1.0, 1.0))(x)
+
+
+@exercise("ch02-ex1", answer="clipped_identity_ste", wrong_answers=[
+    ("plain straight-through", _ste(lambda x: x), "ch02.ste_unclipped"),
+    ("tanh surrogate", _ste(tf.tanh), "ch02.ste_tanh"),
+    ("sign only", tf.sign, "ch02.ste_all_zero"),
+    ("clip as the value", lambda x: tf.clip_by_value(x, -1.0, 1.0), "ch02.ste_forward_clip"),
+    ("gradlib.straight_through", _library_ste, "ch02.straight_through"),
+])
 @_without_straight_through
 def check_clipped_identity_ste(answer, lang):
     check_elementwise(STE, answer, lang)
@@ -154,7 +170,13 @@ SCALED = Elementwise(
     diagnose=lambda lang, x, y, g, params: _diagnose_scaled(x, y, g, params[0], lang))
 
 
-@exercise("ch02-ex2", answer="scaled_gradient")
+@exercise("ch02-ex2", answer="scaled_gradient", wrong_answers=[
+    ("value scaled too", lambda x, s: s * x, "ch02.scaled_value"),
+    ("stopped x plus s x", lambda x, s: tf.stop_gradient(x) + s * x, "ch02.scaled_sum"),
+    ("gradient and value swapped", lambda x, s: s * tf.stop_gradient(x) + x - tf.stop_gradient(x),
+     "ch02.scaled_swapped"),
+    ("the other term stopped", lambda x, s: s * tf.stop_gradient(x) + (1 - s) * x, "ch02.scaled_wrong_term"),
+])
 @_without_straight_through
 def check_scaled_gradient(answer, lang):
     x = SCALED_POINTS
