@@ -56,7 +56,7 @@ Adding an exercise with an automatic check:
 2. the check in ``chNN.py``: when it fits a spec, one declaration
    (``SPEC = Elementwise(...)``, ``Scalar(...)`` or ``WholeTensor(...)``) and a three-line
    function ``check(answer, lang) -> str`` registered with
-   ``@exercise("chNN-exK", answer="answer_name")`` that runs it
+   ``@exercise("chNN-exK", answer="answer_name", wrong_answers=[...])`` that runs it
    (:func:`check_elementwise` / :func:`check_scalar` / :func:`check_whole`) and returns the success
    message; otherwise a check of that shape that probes the answer
    (:func:`probe`), compares with a NumPy reference (:func:`first_mismatch`),
@@ -64,16 +64,16 @@ Adding an exercise with an automatic check:
    :class:`Mismatch` with a catalogue message on the first problem.  Keep the
    chapter's other decorators too (chapter 2's straight-through exercises add
    ``@_without_straight_through``, so ``gradlib.straight_through`` is not
-   accepted as the answer); add the id to the module docstring's list;
+   accepted as the answer); ``wrong_answers`` lists at least the three most
+   likely mistakes as ``(name, answer, key)`` (:class:`WrongAnswer`), each
+   with the message key it must get (``tests/test_classroom_wrong_answers.py``
+   runs them in both languages); add the id to the module docstring's list;
 3. its messages, under ``chNN.<name>``, in both catalogues (the same keys and
    placeholders: ``tests/test_classroom_messages.py``);
-4. the three most likely wrong answers as rows of
-   ``tests/test_classroom_wrong_answers.py`` (each with the key it must get,
-   as CONTRIBUTING.md asks);
-5. ``make notebooks`` to regenerate the ``.ipynb`` twins.
+4. ``make notebooks`` to regenerate the ``.ipynb`` twins.
 
-The fuzzer, the reference-solution tests, the student edition and the
-grader's tests find the new exercise by themselves (from the chapters and
+The fuzzer, the wrong-answer table, the reference-solution tests, the
+student edition and the grader's tests find the new exercise by themselves (from the chapters and
 the registry), and ``make check`` runs them.
 """
 
