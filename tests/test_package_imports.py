@@ -140,3 +140,33 @@ def test_the_classroom_keeps_its_old_import_paths_as_the_same_modules():
 
     assert old_ch02 is ch02 and old_grade is grade
     assert gradlib.exercises is sys.modules["gradlib.classroom.exercises"]
+
+
+# -- the supported range, written down outside gradlib ----------------------------------------
+
+RANGE_FILES = ["README.md", "CONTRIBUTING.md", "Makefile", "pyproject.toml", "requirements/colab.txt",
+               "chapters/en/teachers.md", "chapters/zh/teachers.md"]
+
+
+def test_every_file_that_names_the_supported_tensorflow_range_names_gradlibs():
+    # _compat's OLDEST and NEWEST are the range's one home; the prose, the
+    # pins and the Colab environment repeat it and must follow when it moves.
+    import re
+
+    oldest, newest = (_compat._text(v) for v in (_compat.OLDEST, _compat.NEWEST))
+    after_newest = f"{_compat.NEWEST[0]}.{_compat.NEWEST[1] + 1}"
+    seen = 0
+    for name in RANGE_FILES:
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            text = f.read()
+        for low, high in re.findall(r"\b(2\.\d+)\s*(?:–|-|to)\s*(2\.\d+)\b", text):
+            assert (low, high) == (oldest, newest), (name, low, high)
+            seen += 1
+        for low, high in re.findall(r"tensorflow(?:-cpu)?>=(2\.\d+),<(2\.\d+)", text):
+            assert (low, high) == (oldest, after_newest), (name, low, high)
+            seen += 1
+        for line in text.splitlines():
+            if re.search(r"oldest|最旧", line, re.I):
+                for version in re.findall(r"TensorFlow \(?(2\.\d+)\b|\((2\.\d+)\)", line):
+                    assert oldest in version, (name, line)
+    assert seen >= 6, seen  # the README's, the teachers' guides' and pyproject's two pins at least
