@@ -78,6 +78,12 @@ SPECIAL = {
 MINIMUM = 3  # "the three most likely wrong answers" (CONTRIBUTING.md)
 
 
+def wrong_answer(exercise_id, name):
+    """The wrong answer ``name`` that ``exercise_id`` declares (the chapters' test modules
+    take the answers they test further from here, never copies of their own)."""
+    return {wrong.name: wrong.answer for wrong in WRONG_ANSWERS[exercise_id]}[name]
+
+
 def rows():
     for exercise_id in exercises.exercise_ids():
         for name, answer in GENERIC.items():

@@ -11,11 +11,15 @@ import pytest
 import tensorflow as tf
 
 from gradlib import exercises
-from test_classroom_wrong_answers import reference
+from test_classroom_wrong_answers import reference, wrong_answer
 from gradlib.classroom.exercises import ch01
 
 # Feedback is asserted by its catalogue key; the message text only where it shows a filled-in
-# number or placeholder (f, x, the loss, w, a norm, {raised}, {also}) that the key cannot.
+# number or placeholder (f, x, the loss, w, a norm, {raised}, {also}) that the key cannot.  The typical
+# wrong answers that only need their key are declared with the check (ch01.py, ``wrong_answers``) and run by
+# test_classroom_wrong_answers.py; the tests below take those they look at more closely from there.
+
+
 
 
 def nested_tapes(f, x, unconnected=tf.UnconnectedGradients.ZERO):
@@ -30,18 +34,6 @@ def nested_tapes(f, x, unconnected=tf.UnconnectedGradients.ZERO):
 
 
 second_derivative = reference("ch01-ex2")  # the chapter's own solution
-
-
-def second_derivative_without_zero(f, x):  # a typical wrong answer: None for linear f
-    return nested_tapes(f, x, unconnected=tf.UnconnectedGradients.NONE)
-
-
-def first_derivative(f, x):  # a typical wrong answer: one tape only
-    x = tf.convert_to_tensor(x, tf.float32)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = f(x)
-    return tape.gradient(y, x)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -63,7 +55,7 @@ def first_derivative_in_nested_tapes(f, x):  # the outer tape differentiates y, 
     return outer.gradient(y, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
 
-def inner_gradient_after_the_outer_block(f, x, unconnected=tf.UnconnectedGradients.ZERO):
+def inner_gradient_after_the_outer_block_without_zeros(f, x):  # None, where the declared one asks for zeros
     x = tf.convert_to_tensor(x, tf.float32)
     with tf.GradientTape() as outer:
         outer.watch(x)
@@ -71,7 +63,7 @@ def inner_gradient_after_the_outer_block(f, x, unconnected=tf.UnconnectedGradien
             inner.watch(x)
             y = f(x)
     dy = inner.gradient(y, x)  # the outer block is closed: nothing records this
-    return outer.gradient(dy, x, unconnected_gradients=unconnected)
+    return outer.gradient(dy, x)
 
 
 def outer_tape_not_watching(f, x):
@@ -84,25 +76,8 @@ def outer_tape_not_watching(f, x):
     return outer.gradient(dy, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
 
-def one_tape_asked_twice(f, x):
-    x = tf.convert_to_tensor(x, tf.float32)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = f(x)
-    dy = tape.gradient(y, x)
-    return tape.gradient(dy, x)
-
-
-def nothing_watched(f, x):
-    x = tf.convert_to_tensor(x, tf.float32)
-    with tf.GradientTape() as outer:
-        with tf.GradientTape() as inner:
-            y = f(x)
-        dy = inner.gradient(y, x)
-    return outer.gradient(dy, x)
-
-
-@pytest.mark.parametrize("answer", [first_derivative, first_derivative_in_nested_tapes])
+@pytest.mark.parametrize("answer", [wrong_answer("ch01-ex2", "one tape: the first derivative"),
+                                    first_derivative_in_nested_tapes])
 def test_the_first_derivative_is_named(answer):
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
@@ -112,7 +87,8 @@ def test_the_first_derivative_is_named(answer):
     assert zh.key == "ch01.first_derivative" and "f(x) = x**3" in zh.message
 
 
-@pytest.mark.parametrize("answer", [inner_gradient_after_the_outer_block, outer_tape_not_watching])
+@pytest.mark.parametrize("answer", [wrong_answer("ch01-ex2", "inner gradient after the outer block"),
+                                    outer_tape_not_watching])
 def test_a_zero_from_an_unrecorded_inner_gradient_is_explained(answer):
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
@@ -123,7 +99,7 @@ def test_a_zero_from_an_unrecorded_inner_gradient_is_explained(answer):
 
 
 def test_none_from_an_unrecorded_inner_gradient_is_explained():
-    answer = lambda f, x: inner_gradient_after_the_outer_block(f, x, tf.UnconnectedGradients.NONE)
+    answer = inner_gradient_after_the_outer_block_without_zeros
     feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("for f(x) = x**3 at x = 1.5 your function returned None; expected 9. ")
@@ -150,26 +126,29 @@ def test_the_unrecorded_first_derivative_message_fits_one_persistent_tape():
 
 
 def test_none_for_a_linear_function_is_explained():
-    feedback = exercises.check("ch01-ex2", second_derivative_without_zero)
+    answer = wrong_answer("ch01-ex2", "no zeros for a linear f")
+    feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("for f(x) = 3x at x = 1.0 your function returned None. ")
     assert feedback.key == "ch01.second_none"
-    assert exercises.check("ch01-ex2", second_derivative_without_zero, lang="zh").key == "ch01.second_none"
+    assert exercises.check("ch01-ex2", answer, lang="zh").key == "ch01.second_none"
 
 
 def test_one_tape_asked_twice_is_explained():
-    feedback = exercises.check("ch01-ex2", one_tape_asked_twice)
+    answer = wrong_answer("ch01-ex2", "one tape asked twice")
+    feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
     assert "raised RuntimeError: A non-persistent GradientTape can only be used" in feedback.message  # {raised}
     assert feedback.key == "ch01.one_tape"
-    assert exercises.check("ch01-ex2", one_tape_asked_twice, lang="zh").key == "ch01.one_tape"
+    assert exercises.check("ch01-ex2", answer, lang="zh").key == "ch01.one_tape"
 
 
 def test_an_unwatched_constant_is_explained():
-    feedback = exercises.check("ch01-ex2", nothing_watched)
+    answer = wrong_answer("ch01-ex2", "x not watched")
+    feedback = exercises.check("ch01-ex2", answer)
     assert not feedback.passed
     assert "raised TypeError" in feedback.message and feedback.key == "ch01.not_watched"
-    zh = exercises.check("ch01-ex2", nothing_watched, lang="zh")
+    zh = exercises.check("ch01-ex2", answer, lang="zh")
     assert zh.key == "ch01.not_watched" and zh.message.startswith("f(x) = x**3，x = 1.5 时：你的代码抛出了 TypeError")
 
 
@@ -223,13 +202,11 @@ UNIT_BALL = 1.0
 
 
 def train_loop(loss_fn, w, steps, *, project, unconnected=tf.UnconnectedGradients.NONE,
-               skip_none=False, watch=False, learning_rate=0.1):
+               skip_none=False, learning_rate=0.1):
     """The exercise's loop; ``project(w)`` returns what the name ``w`` is bound to next."""
     optimizer = keras.optimizers.SGD(learning_rate)
     for _ in range(steps):
         with tf.GradientTape() as tape:
-            if watch:
-                tape.watch(w)
             loss = loss_fn(w)
         grads = tape.gradient(loss, [w], unconnected_gradients=unconnected)
         pairs = [(g, v) for g, v in zip(grads, [w]) if not (skip_none and g is None)]
@@ -253,10 +230,6 @@ def rebinding(**options):  # the bug: w = tf.clip_by_norm(w, 1.0)
                                                 **options)
 
 
-def new_variable_each_step(loss_fn, w, steps):
-    return train_loop(loss_fn, w, steps, project=lambda w: tf.Variable(tf.clip_by_norm(w, UNIT_BALL)))
-
-
 def without_projection(loss_fn, w, steps):
     return train_loop(loss_fn, w, steps, project=lambda w: w)
 
@@ -271,32 +244,15 @@ def projection_before_the_step(loss_fn, w, steps, learning_rate=0.1):
     return w
 
 
-def onto_the_box(loss_fn, w, steps):  # tf.clip_by_value: each coordinate clipped to [-1, 1]
-    return train_loop(loss_fn, w, steps, project=in_place(lambda w: tf.clip_by_value(w, -UNIT_BALL, UNIT_BALL)))
-
-
 def onto_the_sphere(loss_fn, w, steps):
     return train_loop(loss_fn, w, steps, project=in_place(lambda w: w / tf.norm(w)))
 
 
-def projected_once(loss_fn, w, steps, learning_rate=0.1):  # the projection moved after the loop
-    optimizer = keras.optimizers.SGD(learning_rate)
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(w)
-        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
-    w.assign(tf.clip_by_norm(w, UNIT_BALL))
-    return w
-
-
-def assign_rebound(loss_fn, w, steps, learning_rate=0.1):  # w = w.assign(...)
-    optimizer = keras.optimizers.SGD(learning_rate)
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(w)
-        optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
-        w = w.assign(tf.clip_by_norm(w, UNIT_BALL))
-    return w
+# declared with the check (ch01.py)
+new_variable_each_step = wrong_answer("ch01-ex3", "a new variable each step")
+onto_the_box = wrong_answer("ch01-ex3", "clip_by_value: the box")
+projected_once = wrong_answer("ch01-ex3", "projected once after the loop")
+assign_rebound = wrong_answer("ch01-ex3", "w = w.assign(...)")
 
 
 def on_a_copy(loss_fn, w, steps):
@@ -323,7 +279,7 @@ def test_ch01_ex3_correct_answers_pass(answer, lang):
 
 @pytest.mark.parametrize("answer, raised", [
     (rebinding(), "AttributeError"),                                         # the bug as given
-    (rebinding(watch=True), "AttributeError"),                               # "fixed" with tape.watch
+    (wrong_answer("ch01-ex3", "the tensor watched"), "AttributeError"),      # "fixed" with tape.watch
     (rebinding(unconnected=tf.UnconnectedGradients.ZERO), "AttributeError"),  # "fixed" with zeros
     (rebinding(skip_none=True), "ValueError"),                               # None gradients skipped
 ])

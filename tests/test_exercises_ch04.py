@@ -11,41 +11,30 @@ import pytest
 import tensorflow as tf
 
 from gradlib import exercises
-from test_classroom_wrong_answers import reference
+from test_classroom_wrong_answers import reference, wrong_answer
 from gradlib.classroom.exercises import ch04
+from gradlib.classroom.exercises.ch04 import _levels, _logaddexp_value, _quantized
 
 # Feedback is asserted by its catalogue key (each mistake has its own: a hint appended to
 # ch04.mismatch or ch04.raised_hint gives the feedback the hint's key); the message text only
 # where it shows a filled-in number or placeholder (x, bits, a, b, c, a row) that the key cannot.
+# The typical wrong answers are declared with each check (``@exercise(..., wrong_answers=...)``) and
+# run by tests/test_classroom_wrong_answers.py; the tests here take them from there (:func:`declared`)
+# to assert what the key cannot show.
 
 
-def _levels(bits, dtype):
-    return tf.cast(2 ** bits - 1, dtype)
-
-
-def _quantized(x, bits):
-    levels = _levels(bits, x.dtype)
-    return tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
 
 
 # -- ch04-ex1: fake_quant ----------------------------------------------------------
 
 fake_quant = reference("ch04-ex1")  # the chapter's own solution
-
-
-@tf.custom_gradient
-def quant_unclipped_ste(x, bits):  # wrong: the gradient also passes where the forward is flat
-    return _quantized(x, bits), lambda dy: (dy, None)
-
-
-@tf.custom_gradient
-def quant_one_gradient(x, bits):  # wrong: no gradient (None) for bits
-    return _quantized(x, bits), lambda dy: tf.where((x >= 0) & (x <= 1), dy, 0.0)
-
-
-@tf.custom_gradient
-def quant_without_dy(x, bits):  # wrong: ignores the upstream gradient
-    return _quantized(x, bits), lambda dy: (tf.where((x >= 0) & (x <= 1), 1.0, 0.0), None)
+quant_unclipped_ste = wrong_answer("ch04-ex1", "the stub's backward kept")
+quant_int_levels = wrong_answer("ch04-ex1", "levels an int32 tensor")
+quant_one_gradient = wrong_answer("ch04-ex1", "no None for bits")
+quant_pow2_levels = wrong_answer("ch04-ex1", "2^bits steps")
+quant_open_interval = wrong_answer("ch04-ex1", "mask without the ends")
+quant_without_dy = wrong_answer("ch04-ex1", "dy ignored")
+quant_builtin = wrong_answer("ch04-ex1", "tf.quantization.fake_quant_with_min_max_args")
 
 
 @tf.custom_gradient
@@ -75,32 +64,9 @@ def quant_round_then_clip(x, bits):  # rounds before clipping: the same values, 
 
 
 @tf.custom_gradient
-def quant_int_levels(x, bits):  # wrong: 2 ** bits - 1 stays an int32 tensor
-    levels = 2 ** bits - 1
-    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
-    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
-
-
-@tf.custom_gradient
-def quant_pow2_levels(x, bits):  # wrong: 2 ** bits steps instead of 2 ** bits - 1
-    levels = tf.cast(2 ** bits, x.dtype)
-    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
-    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
-
-
-@tf.custom_gradient
 def quant_no_clip(x, bits):  # wrong: rounds without clipping
     levels = _levels(bits, x.dtype)
     return tf.round(x * levels) / levels, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
-
-
-@tf.custom_gradient
-def quant_open_interval(x, bits):  # wrong: the ends 0 and 1 get no gradient
-    return _quantized(x, bits), lambda dy: (tf.where((x > 0) & (x < 1), dy, 0.0), None)
-
-
-def quant_builtin(x, bits):  # TensorFlow's op: no bits = 1
-    return tf.quantization.fake_quant_with_min_max_args(x, 0.0, 1.0, num_bits=int(bits))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -157,7 +123,6 @@ def test_ex1_powers_of_two_levels():
     feedback = exercises.check("ch04-ex1", quant_pow2_levels)
     assert feedback.message.startswith("at x = 0.35, bits = 1 your value is 0.5; expected 0. ")
     assert feedback.key == "ch04.pow2_levels"
-    assert exercises.check("ch04-ex1", quant_pow2_levels, lang="zh").key == "ch04.pow2_levels"
 
 
 def test_ex1_no_clip_in_the_forward_pass():
@@ -171,14 +136,12 @@ def test_ex1_open_interval_mask():
     feedback = exercises.check("ch04-ex1", quant_open_interval)
     assert feedback.message.startswith("at x = 0, bits = 1 your gradient is 0; expected 2 because x = 0 is an end")
     assert feedback.key == "ch04.boundary"
-    assert exercises.check("ch04-ex1", quant_open_interval, lang="zh").key == "ch04.boundary"
 
 
 def test_ex1_builtin_fake_quant_is_explained():
     feedback = exercises.check("ch04-ex1", quant_builtin)
     assert feedback.message.startswith("bits = 1: your code raised InvalidArgumentError: num_bits must be between 2 and 16")
     assert feedback.key == "ch04.num_bits"
-    assert exercises.check("ch04-ex1", quant_builtin, lang="zh").key == "ch04.num_bits"
 
 
 def test_ex1_missing_none_for_bits():
@@ -196,7 +159,6 @@ def test_ex1_ignoring_dy():
     assert not feedback.passed
     assert "with upstream gradient 2 your gradient is 1; expected 2" in feedback.message
     assert feedback.key == "ch04.upstream"
-    assert exercises.check("ch04-ex1", quant_without_dy, lang="zh").key == "ch04.upstream"
 
 
 def test_ex1_zero_gradient_inside():
@@ -221,15 +183,13 @@ def test_ex1_without_custom_gradient_the_gradient_is_none():
 
 # -- ch04-ex2: logaddexp ------------------------------------------------------------
 
-def _stable_forward(a, b):
-    return tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
-
-
 logaddexp = reference("ch04-ex2")  # the chapter's own solution
-
-
-def logaddexp_reduce(a, b):  # TensorFlow's reduce_logsumexp: right numbers, but no custom gradient
-    return tf.math.reduce_logsumexp(tf.stack([a, b]), axis=0)
+logaddexp_naive = wrong_answer("ch04-ex2", "the stub's naive formula")
+logaddexp_autodiff = wrong_answer("ch04-ex2", "stable forward, no custom gradient")
+logaddexp_exp_ratio = wrong_answer("ch04-ex2", "the gradient as e^a / (e^a + e^b)")
+logaddexp_one_minus = wrong_answer("ch04-ex2", "1 - sigmoid for b")
+logaddexp_where = wrong_answer("ch04-ex2", "tf.where of two branches")
+logaddexp_closed_over_y = wrong_answer("ch04-ex2", "grad_fn closes over y")
 
 
 def logaddexp_where_softplus(a, b):  # right numbers by plain autodiff: softplus has a stable gradient
@@ -241,12 +201,6 @@ def logaddexp_double_where(a, b):  # chapter 1's double where: right numbers, no
     safe_pos = tf.where(d > 0, -d, tf.zeros_like(d))
     safe_neg = tf.where(d > 0, tf.zeros_like(d), d)
     return tf.where(d > 0, a + tf.math.log1p(tf.exp(safe_pos)), b + tf.math.log1p(tf.exp(safe_neg)))
-
-
-@tf.custom_gradient
-def logaddexp_closed_over_y(a, b):  # right first derivatives; the outer tape meets maximum/abs through y
-    y = tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
-    return y, lambda dy: (dy * tf.exp(a - y), dy * tf.exp(b - y))
 
 
 @tf.custom_gradient
@@ -267,37 +221,17 @@ def logaddexp_with_library_value(a, b):  # reduce_logsumexp's value inside a cus
     return y, lambda dy: (dy * tf.sigmoid(a - b), dy * tf.sigmoid(b - a))
 
 
-def logaddexp_naive(a, b):  # wrong: inf at a = 100
-    return tf.math.log(tf.exp(a) + tf.exp(b))
-
-
-@tf.custom_gradient
-def logaddexp_one_minus(a, b):  # likely wrong answer: the gradient for b as 1 - sigmoid(a - b)
-    s = tf.sigmoid(a - b)
-    return _stable_forward(a, b), lambda dy: (dy * s, dy * (1 - s))
-
-
 @tf.custom_gradient
 def logaddexp_docstring(a, b):  # wrong: the formula of tf.custom_gradient's documentation
     e = tf.exp(a - b)
-    return _stable_forward(a, b), lambda dy: (dy * (1 - 1 / (1 + e)), dy / (1 + e))
-
-
-def logaddexp_where(a, b):  # likely wrong answer: a tf.where of two stable branches, no custom gradient
-    return tf.where(a > b, a + tf.math.log1p(tf.exp(b - a)), b + tf.math.log1p(tf.exp(a - b)))
-
-
-@tf.custom_gradient
-def logaddexp_exp_ratio(a, b):  # wrong: e^a / (e^a + e^b) is inf/inf at a = 100
-    return _stable_forward(a, b), lambda dy: (dy * tf.exp(a) / (tf.exp(a) + tf.exp(b)),
-                                              dy * tf.exp(b) / (tf.exp(a) + tf.exp(b)))
+    return _logaddexp_value(a, b), lambda dy: (dy * (1 - 1 / (1 + e)), dy / (1 + e))
 
 
 @tf.custom_gradient
 def logaddexp_where_in_grad_fn(a, b):  # first derivative right, second NaN: the where trap one level up
     def sigmoid(t):
         return tf.where(t >= 0, 1 / (1 + tf.exp(-t)), tf.exp(t) / (1 + tf.exp(t)))
-    return _stable_forward(a, b), lambda dy: (dy * sigmoid(a - b), dy * sigmoid(b - a))
+    return _logaddexp_value(a, b), lambda dy: (dy * sigmoid(a - b), dy * sigmoid(b - a))
 
 
 @tf.custom_gradient
@@ -305,22 +239,22 @@ def logaddexp_numpy_gradient(a, b):  # wrong: the second derivative is None
     def grad_fn(dy):
         d = (a - b).numpy().astype(np.float64)
         return (dy * tf.constant(ch04._sigmoid(d), dy.dtype), dy * tf.constant(ch04._sigmoid(-d), dy.dtype))
-    return _stable_forward(a, b), grad_fn
+    return _logaddexp_value(a, b), grad_fn
 
 
 @tf.custom_gradient
 def logaddexp_one_gradient(a, b):  # wrong: one gradient for two inputs
-    return _stable_forward(a, b), lambda dy: dy * tf.sigmoid(a - b)
+    return _logaddexp_value(a, b), lambda dy: dy * tf.sigmoid(a - b)
 
 
 @tf.custom_gradient
 def logaddexp_none_for_b(a, b):  # wrong: None for b
-    return _stable_forward(a, b), lambda dy: (dy * tf.sigmoid(a - b), None)
+    return _logaddexp_value(a, b), lambda dy: (dy * tf.sigmoid(a - b), None)
 
 
 @tf.custom_gradient
 def logaddexp_without_dy(a, b):  # wrong: ignores the upstream gradient
-    return _stable_forward(a, b), lambda dy: (tf.sigmoid(a - b), tf.sigmoid(b - a))
+    return _logaddexp_value(a, b), lambda dy: (tf.sigmoid(a - b), tf.sigmoid(b - a))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -330,15 +264,6 @@ def test_ex2_custom_gradients_pass(answer, lang):
     assert feedback.passed, feedback.message
     assert "100" in feedback.message
     assert ("also right inside a tf.function" if lang == "en" else "在 tf.function 内部也正确") in feedback.message
-
-
-def test_ex2_reduce_logsumexp_is_right_but_not_a_custom_gradient():
-    # the library op gets every number right; the exercise asks for grad_fn, and says so specifically
-    feedback = exercises.check("ch04-ex2", logaddexp_reduce)
-    assert not feedback.passed
-    assert feedback.key == "ch04.library_logsumexp"
-    zh = exercises.check("ch04-ex2", logaddexp_reduce, lang="zh")
-    assert not zh.passed and zh.key == "ch04.library_logsumexp"
 
 
 @pytest.mark.parametrize("answer", [logaddexp_where_softplus, logaddexp_double_where], ids=["softplus", "double_where"])
@@ -381,10 +306,9 @@ def test_ex2_naive_value_overflows():
         feedback = exercises.check("ch04-ex2", logaddexp_naive)
     assert feedback.message.startswith("at a = 100, b = 0 your value is inf; expected 100. ")
     assert feedback.key == "ch04.overflow"
-    assert exercises.check("ch04-ex2", logaddexp_naive, lang="zh").key == "ch04.overflow"
 
 
-@pytest.mark.parametrize("answer", [_stable_forward, tf.experimental.numpy.logaddexp], ids=["formula", "tnp"])
+@pytest.mark.parametrize("answer", [logaddexp_autodiff, tf.experimental.numpy.logaddexp], ids=["formula", "tnp"])
 def test_ex2_autodiff_of_the_stable_forward_is_wrong_at_the_tie(answer):
     # likely wrong answer 1: no custom gradient, autodiff through the kinks of maximum and abs
     feedback = exercises.check("ch04-ex2", answer)
@@ -413,14 +337,12 @@ def test_ex2_where_without_custom_gradient_points_to_the_where_trap():
     feedback = exercises.check("ch04-ex2", logaddexp_where)
     assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1.")
     assert feedback.key == "ch04.where_trap"
-    assert exercises.check("ch04-ex2", logaddexp_where, lang="zh").key == "ch04.where_trap"
 
 
 def test_ex2_overflowing_custom_gradient():
     feedback = exercises.check("ch04-ex2", logaddexp_exp_ratio)
     assert feedback.message.startswith("at a = 100, b = 0 your gradient for a is nan; expected 1. ")
     assert feedback.key == "ch04.gradient_overflow"
-    assert exercises.check("ch04-ex2", logaddexp_exp_ratio, lang="zh").key == "ch04.gradient_overflow"
 
 
 def test_ex2_overflowing_second_derivative():
@@ -463,25 +385,16 @@ def test_ex2_reference_values_are_independent():
 # -- ch04-ex3: clip_gradient_rows --------------------------------------------------------
 
 clip_gradient_rows = reference("ch04-ex3")  # the chapter's own solution
+clip_whole_norm = wrong_answer("ch04-ex3", "tf.clip_by_norm without axes")
+clip_by_value = wrong_answer("ch04-ex3", "tf.clip_by_value")
+clip_forward = wrong_answer("ch04-ex3", "clipped in the forward pass")
+clip_zero_row_nan = wrong_answer("ch04-ex3", "0/0 in a zero row")
+clip_without_keepdims = wrong_answer("ch04-ex3", "norms without keepdims")
 
 
 @tf.custom_gradient
 def clip_rows_by_hand(x, max_norm):  # also right: max_norm / 0 = inf, and the minimum is 1
     return tf.identity(x), lambda dy: (dy * tf.minimum(1.0, max_norm / tf.norm(dy, axis=1, keepdims=True)), None)
-
-
-@tf.custom_gradient
-def clip_whole_norm(x, max_norm):  # likely wrong answer 1: tf.clip_by_norm without axes
-    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm), None)
-
-
-@tf.custom_gradient
-def clip_by_value(x, max_norm):  # likely wrong answer 2: the chapter's clip_gradient, entry by entry
-    return tf.identity(x), lambda dy: (tf.clip_by_value(dy, -max_norm, max_norm), None)
-
-
-def clip_forward(x, max_norm):  # likely wrong answer 3: clips x in the forward pass, no custom gradient
-    return tf.clip_by_norm(x, max_norm, axes=[1])
 
 
 def clip_identity(x, max_norm):  # wrong: a plain identity (autodiff cannot clip)
@@ -494,26 +407,8 @@ def clip_one_gradient(x, max_norm):  # wrong: no None for max_norm
 
 
 @tf.custom_gradient
-def clip_per_column(x, max_norm):  # wrong: one norm per column
-    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm, axes=[0]), None)
-
-
-@tf.custom_gradient
 def clip_normalize(x, max_norm):  # wrong: every row rescaled to the limit (and 0/0 in the zero row)
     return tf.identity(x), lambda dy: (dy * max_norm / tf.norm(dy, axis=1, keepdims=True), None)
-
-
-@tf.custom_gradient
-def clip_zero_row_nan(x, max_norm):  # wrong: right for nonzero rows, 0/0 in the zero row
-    def grad_fn(dy):
-        norm = tf.norm(dy, axis=1, keepdims=True)
-        return dy / norm * tf.minimum(norm, max_norm), None
-    return tf.identity(x), grad_fn
-
-
-@tf.custom_gradient
-def clip_without_keepdims(x, max_norm):  # wrong: norms of shape [n] do not divide the rows
-    return tf.identity(x), lambda dy: (dy * tf.minimum(1.0, max_norm / tf.norm(dy, axis=1)), None)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -528,7 +423,6 @@ def test_ex3_whole_norm():
     feedback = exercises.check("ch04-ex3", clip_whole_norm)
     assert feedback.message.startswith("max_norm = 2, row 0 of dy = [3., 4., 0.] (norm 5): your gradient row is ")
     assert feedback.key == "ch04.whole_norm" and "axes=[1]" in feedback.message
-    assert exercises.check("ch04-ex3", clip_whole_norm, lang="zh").key == "ch04.whole_norm"
 
 
 def test_ex3_by_value():
@@ -543,14 +437,12 @@ def test_ex3_clipping_the_forward_pass():
     feedback = exercises.check("ch04-ex3", clip_forward)
     assert feedback.message.startswith("at row 0 your value is ")
     assert feedback.key == "ch04.forward_clipped"
-    assert exercises.check("ch04-ex3", clip_forward, lang="zh").key == "ch04.forward_clipped"
 
 
 def test_ex3_plain_identity_is_not_clipped():
-    for answer in (clip_identity, tf.custom_gradient(lambda x, c: (tf.identity(x), lambda dy: (dy, None)))):
-        feedback = exercises.check("ch04-ex3", answer)
-        assert feedback.key == "ch04.not_clipped"
-    assert exercises.check("ch04-ex3", clip_identity, lang="zh").key == "ch04.not_clipped"
+    # like the stub's backward `(dy, None)` kept, declared with the check
+    for lang in ("en", "zh"):
+        assert exercises.check("ch04-ex3", clip_identity, lang=lang).key == "ch04.not_clipped"
 
 
 def test_ex3_gradient_count():
@@ -559,8 +451,7 @@ def test_ex3_gradient_count():
     assert "expected to return 2 gradients, but returned 1" in feedback.message
 
 
-def test_ex3_per_column_scaled_up_zero_row_and_keepdims():
-    assert exercises.check("ch04-ex3", clip_per_column).key == "ch04.per_column"
+def test_ex3_scaled_up_zero_row_and_keepdims():
     assert exercises.check("ch04-ex3", clip_normalize).key == "ch04.scaled_up"
     zero = exercises.check("ch04-ex3", clip_zero_row_nan)
     assert zero.message.startswith("max_norm = 2, row 2 of dy = [0., 0., 0.] (norm 0): your gradient row is [nan, nan, nan]")
@@ -568,7 +459,6 @@ def test_ex3_per_column_scaled_up_zero_row_and_keepdims():
     keepdims = exercises.check("ch04-ex3", clip_without_keepdims)
     assert keepdims.message.startswith("your code raised InvalidArgumentError: Incompatible shapes: [5,3] vs. [5]. ")
     assert keepdims.key == "ch04.keepdims"
-    assert exercises.check("ch04-ex3", clip_without_keepdims, lang="zh").key == "ch04.keepdims"
 
 
 def test_ex3_references_are_independent():
@@ -593,6 +483,6 @@ def test_grad_fn_that_raises_is_reported():
     def broken(a, b):
         def grad_fn(dy):
             raise RuntimeError("backward exploded")
-        return _stable_forward(a, b), grad_fn
+        return _logaddexp_value(a, b), grad_fn
     feedback = exercises.check("ch04-ex2", broken)
     assert feedback.message == "your code raised RuntimeError: backward exploded"

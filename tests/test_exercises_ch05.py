@@ -12,15 +12,17 @@ import tensorflow as tf
 
 import gradlib
 from gradlib import exercises
-from test_classroom_wrong_answers import reference
+from test_classroom_wrong_answers import reference, wrong_answer
 from gradlib.classroom.exercises import ch05
+from gradlib.classroom.exercises.ch05 import _clipped, _dorefa_with_max, _mean_abs, _plus_minus_one, _xnor_with
 
 # Feedback is asserted by its catalogue key; the message text only where it shows a filled-in
 # number or placeholder (clip, bits, a point, an index, a library name) that the key cannot.
+# The typical wrong answers are declared with each check (``@exercise(..., wrong_answers=...)``) and
+# run by tests/test_classroom_wrong_answers.py; the tests here take them from there (:func:`declared`)
+# to assert what the key cannot show.
 
 
-def plus_minus_one(x):
-    return tf.where(x >= 0, 1.0, -1.0)
 
 
 # -- reference solutions (as in the chapter) and variants -------------------------
@@ -31,12 +33,8 @@ binary_sign = reference("ch05-ex1")  # the chapter's own solution
 def binary_sign_custom(x, clip):
     @tf.custom_gradient
     def op(v):
-        return plus_minus_one(v), lambda dy: dy * tf.cast(tf.abs(v) <= clip, dy.dtype)
+        return _plus_minus_one(v), lambda dy: dy * tf.cast(tf.abs(v) <= clip, dy.dtype)
     return op(x)
-
-
-def binary_sign_gradlib(x, clip):
-    return gradlib.ste_sign(x, clip=clip)
 
 
 dorefa_weights = reference("ch05-ex2")  # the chapter's own solution
@@ -61,24 +59,7 @@ def xnor_paper_by_the_trick(w):  # a surrogate whose Jacobian is the paper's dia
     scale = tf.stop_gradient(tf.reduce_mean(tf.abs(w)))
     n = tf.cast(tf.size(w), w.dtype)
     surrogate = w / n + scale * tf.clip_by_value(w, -1.0, 1.0)
-    return surrogate + tf.stop_gradient(plus_minus_one(w) * scale - surrogate)
-
-
-def mean_abs(v):
-    return tf.reduce_mean(tf.abs(v))
-
-
-def xnor_with_backward(backward, forward=plus_minus_one):
-    """Forward forward(w)·E, backward backward(dy, w, E, n): the shape of a typical wrong answer."""
-    def answer(w):
-        scale = mean_abs(w)
-        n = tf.cast(tf.size(w), w.dtype)
-
-        @tf.custom_gradient
-        def binarize(v):
-            return forward(v) * scale, lambda dy: backward(dy, v, scale, n)
-        return binarize(w)
-    return answer
+    return surrogate + tf.stop_gradient(_plus_minus_one(w) * scale - surrogate)
 
 
 # -- ch05-ex1 ---------------------------------------------------------------------
@@ -93,7 +74,7 @@ def test_ex1_correct_answers_pass(answer, lang):
 
 
 @pytest.mark.parametrize("answer, name", [
-    (binary_sign_gradlib, "gradlib.ste_sign"),
+    (wrong_answer("ch05-ex1", "gradlib.ste_sign"), "gradlib.ste_sign"),
     (lambda x, clip: gradlib.sign_with_surrogate(x, "clipped", clip=clip), "gradlib.sign_with_surrogate"),
     (lambda x, clip: gradlib.ste.ste_sign(x, clip=clip), "gradlib.ste.ste_sign"),
     (lambda x, clip: gradlib.ste.sign_with_surrogate(x, "clipped", clip=clip), "gradlib.ste.sign_with_surrogate")])
@@ -109,23 +90,20 @@ def test_ex1_the_library_op_is_refused_by_name(answer, name):
     assert gradlib.ste.ste_sign.__qualname__ == "ste_sign"  # not the check's wrapper
 
 
-# The three most likely wrong answers of ex1, each with its own message in both languages.
+# The likeliest wrong answers of ex1 are declared with the check; here, what their messages show.
 
 def test_ex1_unclipped_ste_is_named():
-    feedback = exercises.check("ch05-ex1", lambda x, clip: gradlib.ste_sign(x))
-    assert not feedback.passed
-    assert feedback.message.startswith("with clip = 1, at x = 1.5: your gradient is 1; expected 0. ")
-    assert feedback.key == "ch05.plain_ste"
-    zh = exercises.check("ch05-ex1", lambda x, clip: gradlib.ste_sign(x), lang="zh")
-    assert zh.message.startswith("当 clip = 1 时，在 x = 1.5 处，你的梯度为 1，应为 0。") and zh.key == "ch05.plain_ste"
+    # by hand, and with the library's op (whose wrong gradient is named before the call is refused)
+    for answer in (wrong_answer("ch05-ex1", "clip ignored"), lambda x, clip: gradlib.ste_sign(x)):
+        feedback = exercises.check("ch05-ex1", answer)
+        assert feedback.message.startswith("with clip = 1, at x = 1.5: your gradient is 1; expected 0. ")
+        assert feedback.key == "ch05.plain_ste"
+        zh = exercises.check("ch05-ex1", answer, lang="zh")
+        assert zh.message.startswith("当 clip = 1 时，在 x = 1.5 处，你的梯度为 1，应为 0。") and zh.key == "ch05.plain_ste"
 
 
 def test_ex1_tf_sign_at_zero_is_named():
-    def tf_sign_ste(x, clip):
-        t = tf.clip_by_value(x, -clip, clip)
-        return t + tf.stop_gradient(tf.sign(x) - t)
-
-    for answer in (tf_sign_ste, lambda x, clip: tf.grad_pass_through(tf.sign)(x)):
+    for answer in (wrong_answer("ch05-ex1", "tf.sign forward"), lambda x, clip: tf.grad_pass_through(tf.sign)(x)):
         feedback = exercises.check("ch05-ex1", answer)
         assert not feedback.passed
         assert feedback.message.startswith("with clip = 1, at x = 0: your value is 0; expected +1")
@@ -135,10 +113,7 @@ def test_ex1_tf_sign_at_zero_is_named():
 
 
 def test_ex1_x_greater_than_zero_is_named():
-    def strictly_positive(x, clip):
-        t = tf.clip_by_value(x, -clip, clip)
-        return t + tf.stop_gradient(tf.where(x > 0, 1.0, -1.0) - t)
-
+    strictly_positive = wrong_answer("ch05-ex1", "x > 0")
     feedback = exercises.check("ch05-ex1", strictly_positive)
     assert not feedback.passed
     assert feedback.message.startswith("with clip = 1, at x = 0: your value is -1; expected +1")
@@ -148,10 +123,7 @@ def test_ex1_x_greater_than_zero_is_named():
 
 
 def test_ex1_strict_boundary_is_named():
-    def strict(x, clip):
-        t = tf.where(tf.abs(x) < clip, x, tf.stop_gradient(x))
-        return t + tf.stop_gradient(plus_minus_one(x) - t)
-
+    strict = wrong_answer("ch05-ex1", "strict boundary")
     feedback = exercises.check("ch05-ex1", strict)
     assert not feedback.passed
     assert feedback.message.startswith("with clip = 1, at x = 1: your gradient is 0; expected 1. ")
@@ -179,8 +151,8 @@ def test_ex1_ignoring_the_clip_argument_fails_for_another_clip():
     assert feedback.key == "ch05.clip_blocked" and "|x| = 1 > clip = 0.5" in feedback.message
 
 
-@pytest.mark.parametrize("answer, kind", [(lambda x, clip: plus_minus_one(x), "None"),
-                                          (lambda x, clip: tf.sign(x) + tf.stop_gradient(plus_minus_one(x) - tf.sign(x)),
+@pytest.mark.parametrize("answer, kind", [(wrong_answer("ch05-ex1", "no straight-through"), "None"),
+                                          (lambda x, clip: tf.sign(x) + tf.stop_gradient(_plus_minus_one(x) - tf.sign(x)),
                                            "0")])
 def test_ex1_no_surrogate_gets_the_hint(answer, kind):
     feedback = exercises.check("ch05-ex1", answer)
@@ -204,17 +176,11 @@ def test_ex1_wrong_forward_elsewhere_is_reported():
 
 
 def test_ex1_ignoring_the_upstream_gradient_is_rejected():
-    def ignores_dy(x, clip):
-        @tf.custom_gradient
-        def op(v):
-            return plus_minus_one(v), lambda dy: tf.cast(tf.abs(v) <= clip, dy.dtype)
-        return op(x)
-
+    ignores_dy = wrong_answer("ch05-ex1", "dy ignored")
     feedback = exercises.check("ch05-ex1", ignores_dy)
     assert not feedback.passed
     assert feedback.key == "ch05.upstream"
     assert "upstream gradient of 2.5" in feedback.message and "expected 2.5" in feedback.message
-    assert exercises.check("ch05-ex1", ignores_dy, lang="zh").key == "ch05.upstream"
 
 
 def test_ex1_vector_only_answer_gets_a_shape_message():
@@ -245,12 +211,10 @@ def test_ex2_correct_answers_pass(answer, lang):
 def test_ex2_the_experiment_quantizer_is_refused_by_name():
     from gradlib import experiments
 
-    answer = lambda w, bits: experiments.quantize_weights(w, "kbit", bits)  # noqa: E731
-    feedback = exercises.check("ch05-ex2", answer)
+    feedback = exercises.check("ch05-ex2", wrong_answer("ch05-ex2", "experiments.quantize_weights"))
     assert not feedback.passed
     assert feedback.key == "ch05.library_call" and "gradlib.experiments.quantize_weights" in feedback.message
     assert feedback.message.endswith("; gradlib.dorefa_quantize is allowed.")  # the {allowed} placeholder
-    assert exercises.check("ch05-ex2", answer, lang="zh").key == "ch05.library_call"
     assert experiments.quantize_weights.__qualname__ == "quantize_weights"  # not the check's wrapper
 
 
@@ -270,9 +234,7 @@ def test_ex2_straight_through_the_whole_quantizer_is_named():
 
 
 def test_ex2_straight_through_by_the_trick_on_the_whole_quantizer_is_named():
-    def whole(w, bits):  # the stop_gradient trick around everything, the likelier way to write it
-        return w + tf.stop_gradient(dorefa_weights(w, bits) - w)
-
+    whole = wrong_answer("ch05-ex2", "straight through the whole quantizer")  # the likelier way to write it
     feedback = exercises.check("ch05-ex2", whole)
     assert feedback.message.startswith("with bits = 2, ") and feedback.key == "ch05.dorefa_identity"
     zh = exercises.check("ch05-ex2", whole, lang="zh")
@@ -280,12 +242,7 @@ def test_ex2_straight_through_by_the_trick_on_the_whole_quantizer_is_named():
 
 
 def test_ex2_plain_round_gets_the_no_gradient_hint():
-    def no_ste(w, bits):
-        t = tf.tanh(w)
-        n = 2.0 ** bits - 1
-        return 2 * tf.round((t / (2 * tf.reduce_max(tf.abs(t))) + 0.5) * n) / n - 1
-
-    feedback = exercises.check("ch05-ex2", no_ste)
+    feedback = exercises.check("ch05-ex2", wrong_answer("ch05-ex2", "no straight-through"))
     assert not feedback.passed and feedback.key == "ch05.no_gradient" and "None everywhere" in feedback.message
 
 
@@ -302,27 +259,17 @@ def test_ex2_rounding_ties_up_agrees_with_tf_round_from_two_bits():
     assert min(ch05.BITS) >= 2
 
 
-def dorefa_with_scale(scale, affine=True):
-    """A DoReFa answer with the maximum computed by ``scale(w, tanh w)``: the typical wrong maxima."""
-    def answer(w, bits):
-        t = tf.tanh(w)
-        q = gradlib.dorefa_quantize(t / (2 * scale(w, t)) + 0.5, bits)
-        return 2 * q - 1 if affine else q
-    return answer
-
-
-WRONG_MAXIMA = [
-    (lambda w, t: tf.reduce_max(tf.abs(w)), "ch05.dorefa_max_w"),
-    (lambda w, t: tf.reduce_max(t), "ch05.dorefa_max_sign"),
-    (lambda w, t: tf.reduce_max(tf.abs(t), axis=0), "ch05.dorefa_max_axis"),
-    (lambda w, t: tf.reduce_max(tf.abs(t), axis=1, keepdims=True), "ch05.dorefa_max_axis"),
-    (lambda w, t: tf.reduce_max(tf.abs(t), axis=-1, keepdims=True), "ch05.dorefa_max_axis"),
+WRONG_MAXIMA = [  # the first three declared with the check
+    (wrong_answer("ch05-ex2", "max|w|"), "ch05.dorefa_max_w"),
+    (wrong_answer("ch05-ex2", "max without the absolute value"), "ch05.dorefa_max_sign"),
+    (wrong_answer("ch05-ex2", "max along one axis"), "ch05.dorefa_max_axis"),  # axis=0
+    (_dorefa_with_max(lambda w, t: tf.reduce_max(tf.abs(t), axis=1, keepdims=True)), "ch05.dorefa_max_axis"),
+    (_dorefa_with_max(lambda w, t: tf.reduce_max(tf.abs(t), axis=-1, keepdims=True)), "ch05.dorefa_max_axis"),
 ]
 
 
-@pytest.mark.parametrize("scale, key", WRONG_MAXIMA)
-def test_ex2_the_wrong_maximum_is_named(scale, key):
-    answer = dorefa_with_scale(scale)
+@pytest.mark.parametrize("answer, key", WRONG_MAXIMA, ids=["max_w", "max_sign", "axis0", "axis1", "axis-1"])
+def test_ex2_the_wrong_maximum_is_named(answer, key):
     feedback = exercises.check("ch05-ex2", answer)
     assert not feedback.passed
     assert feedback.message.startswith("with bits = 2, at w[") and feedback.key == key, feedback.message
@@ -354,14 +301,6 @@ def test_ex2_the_maximum_without_abs_is_named_with_an_unclipped_rounding_too():
 
 def test_ex2_the_largest_weight_is_negative_as_the_no_abs_message_says():
     assert ch05.DOREFA_W.flat[np.argmax(np.abs(ch05.DOREFA_W))] < 0
-
-
-def test_ex2_forgetting_2q_minus_1_is_named():
-    answer = dorefa_with_scale(lambda w, t: tf.reduce_max(tf.abs(t)), affine=False)
-    feedback = exercises.check("ch05-ex2", answer)
-    assert not feedback.passed
-    assert feedback.key == "ch05.dorefa_affine"
-    assert exercises.check("ch05-ex2", answer, lang="zh").key == "ch05.dorefa_affine"
 
 
 def test_ex2_too_many_levels_are_explained():
@@ -429,12 +368,11 @@ def test_ex3_correct_answers_pass(answer, lang):
     assert "1/n + E·1{|w| ≤ 1}" in feedback.message
 
 
-# The three most likely wrong answers of ex3, each with its own message in both languages:
-# TensorFlow's product rule through E, E stopped with the clipped estimator, and the identity.
+# The likeliest wrong answers of ex3 are declared with the check; here, what their messages show,
+# and further mistakes.
 
 def test_ex3_the_full_product_rule_is_named():
-    for answer in (lambda w: mean_abs(w) * gradlib.ste_sign(w, clip=1.0),
-                   lambda w: mean_abs(w) * binary_sign(w, 1.0)):
+    for answer in (wrong_answer("ch05-ex3", "autodiff of E times ste_sign"), lambda w: _mean_abs(w) * binary_sign(w, 1.0)):
         feedback = exercises.check("ch05-ex3", answer)
         assert not feedback.passed
         # reported at a nonzero weight: at w = 0 TensorFlow adds no term through E
@@ -445,65 +383,41 @@ def test_ex3_the_full_product_rule_is_named():
 
 
 def test_ex3_the_trick_with_an_unstopped_scale_is_named():
-    def unstopped(w):  # the right surrogate, but E = mean|w| left to autodiff inside it
-        scale = mean_abs(w)
-        n = tf.cast(tf.size(w), w.dtype)
-        surrogate = w / n + scale * tf.clip_by_value(w, -1.0, 1.0)
-        return surrogate + tf.stop_gradient(plus_minus_one(w) * scale - surrogate)
-
-    feedback = exercises.check("ch05-ex3", unstopped)
+    feedback = exercises.check("ch05-ex3", wrong_answer("ch05-ex3", "the trick with E not stopped"))
     assert not feedback.passed
     assert feedback.message.startswith("at w[1] = 1: your gradient is ")
     assert feedback.key == "ch05.xnor_trick_unstopped"
-    assert exercises.check("ch05-ex3", unstopped, lang="zh").key == "ch05.xnor_trick_unstopped"
 
 
-@pytest.mark.parametrize("sign", [tf.sign, plus_minus_one])
-def test_ex3_sign_over_n_is_named(sign):
-    answer = xnor_with_backward(lambda dy, v, scale, n: dy * (sign(v) / n + scale * clipped(v)))
-    feedback = exercises.check("ch05-ex3", answer)
-    assert not feedback.passed
-    assert feedback.key == "ch05.xnor_sign_over_n", feedback.message
-    assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_sign_over_n"
+def test_ex3_sign_over_n_with_the_forwards_sign_is_named():
+    # the declared answer takes tf.sign(w)/n; the forward's sign, +1 at 0, gives the same message
+    answer = _xnor_with(lambda dy, v, scale, n: dy * (_plus_minus_one(v) / n + scale * _clipped(v)))
+    for lang in ("en", "zh"):
+        assert exercises.check("ch05-ex3", answer, lang=lang).key == "ch05.xnor_sign_over_n"
 
 
-def test_ex3_the_missing_term_through_the_scale_is_named():
-    answer = lambda w: tf.stop_gradient(mean_abs(w)) * binary_sign(w, 1.0)  # noqa: E731  (larq's rule)
-    feedback = exercises.check("ch05-ex3", answer)
-    assert not feedback.passed
-    assert feedback.key == "ch05.xnor_no_diagonal"
-    assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_no_diagonal"
+def test_ex3_a_hand_written_identity_is_named():
+    # like gradlib.xnor_binarize, declared with the check
+    answer = _xnor_with(lambda dy, v, scale, n: dy)
+    for lang in ("en", "zh"):
+        assert exercises.check("ch05-ex3", answer, lang=lang).key == "ch05.xnor_identity"
 
-
-def test_ex3_the_identity_is_named():
-    for answer in (gradlib.xnor_binarize, xnor_with_backward(lambda dy, v, scale, n: dy)):
-        feedback = exercises.check("ch05-ex3", answer)
-        assert not feedback.passed
-        assert feedback.key == "ch05.xnor_identity"
-        assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_identity"
-
-
-# Further likely mistakes.
 
 def test_ex3_the_stopped_scale_with_the_plain_estimator_is_named():
-    answer = lambda w: tf.stop_gradient(mean_abs(w)) * gradlib.ste_sign(w)  # noqa: E731
+    answer = lambda w: tf.stop_gradient(_mean_abs(w)) * gradlib.ste_sign(w)  # noqa: E731
     feedback = exercises.check("ch05-ex3", answer)
     assert feedback.key == "ch05.xnor_plain"
     assert exercises.check("ch05-ex3", answer, lang="zh").key == "ch05.xnor_plain"
 
 
-def clipped(v):
-    return tf.cast(tf.abs(v) <= 1, v.dtype)
-
-
 @pytest.mark.parametrize("backward, en, key", [
     (lambda dy, v, scale, n: dy * (1 / n + scale), "at w[3] = 1.5: your gradient is", "ch05.xnor_no_clip"),
-    (lambda dy, v, scale, n: dy * (1 / n + clipped(v)), "at w[1] = 1: your gradient is", "ch05.xnor_no_scale"),
+    (lambda dy, v, scale, n: dy * (1 / n + _clipped(v)), "at w[1] = 1: your gradient is", "ch05.xnor_no_scale"),
     (lambda dy, v, scale, n: dy * (1 / n + scale * tf.cast(tf.abs(v) < 1, v.dtype)), "at w[1] = 1: your gradient is",
      "ch05.xnor_strict"),
 ])
 def test_ex3_other_backward_mistakes_are_named(backward, en, key):
-    answer = xnor_with_backward(backward)
+    answer = _xnor_with(backward)
     feedback = exercises.check("ch05-ex3", answer)
     assert not feedback.passed
     assert feedback.message.startswith(en) and feedback.key == key, feedback.message
@@ -512,7 +426,7 @@ def test_ex3_other_backward_mistakes_are_named(backward, en, key):
 
 
 def test_ex3_forgetting_dy_is_named():
-    answer = xnor_with_backward(lambda dy, v, scale, n: 1 / n + scale * clipped(v))
+    answer = _xnor_with(lambda dy, v, scale, n: 1 / n + scale * _clipped(v))
     feedback = exercises.check("ch05-ex3", answer)
     assert feedback.message.startswith("with an upstream gradient of -1 at w = 1, your gradient is ")  # a nonzero w first
     assert feedback.key == "ch05.upstream"
@@ -520,11 +434,11 @@ def test_ex3_forgetting_dy_is_named():
 
 
 def test_ex3_sign_of_zero_is_named():
-    paper = lambda dy, v, scale, n: dy * (1 / n + scale * clipped(v))  # noqa: E731
-    feedback = exercises.check("ch05-ex3", xnor_with_backward(paper, forward=tf.sign))
+    feedback = exercises.check("ch05-ex3", wrong_answer("ch05-ex3", "tf.sign forward"))
     assert feedback.message.startswith("at w = 0: your value is 0; expected +E = ")
     assert feedback.key == "ch05.xnor_zero"
-    strictly = xnor_with_backward(paper, forward=lambda v: tf.where(v > 0, 1.0, -1.0))
+    paper = lambda dy, v, scale, n: dy * (1 / n + scale * _clipped(v))  # noqa: E731
+    strictly = _xnor_with(paper, forward=lambda v: tf.where(v > 0, 1.0, -1.0))
     feedback = exercises.check("ch05-ex3", strictly)
     assert feedback.key == "ch05.xnor_zero_negative"
     assert exercises.check("ch05-ex3", strictly, lang="zh").key == "ch05.xnor_zero_negative"
@@ -536,7 +450,7 @@ def test_ex3_one_scale_per_row_or_column_is_named(axis, word, zh_word):
         if len(w.shape) == 1:
             return xnor_paper(w)
         scale = tf.reduce_mean(tf.abs(w), axis=axis, keepdims=True)
-        return gradlib.straight_through(lambda v: plus_minus_one(v) * scale, lambda v: v)(w)
+        return gradlib.straight_through(lambda v: _plus_minus_one(v) * scale, lambda v: v)(w)
 
     feedback = exercises.check("ch05-ex3", per_axis)
     assert not feedback.passed
@@ -570,7 +484,7 @@ def test_a_grad_fn_returning_garbage_is_reported():
     def broken(x, clip):
         @tf.custom_gradient
         def op(v):
-            return plus_minus_one(v), lambda dy: "oops"
+            return _plus_minus_one(v), lambda dy: "oops"
         return op(x)
 
     feedback = exercises.check("ch05-ex1", broken)

@@ -82,7 +82,58 @@ def _call_second(answer, f, x, lang, where):
         raise Mismatch(raised) from None
 
 
-@exercise("ch01-ex2", answer="second_derivative")
+# The likeliest wrong answers (tests/test_classroom_wrong_answers.py runs them), as a reader writes them.
+
+def _first_derivative(f, x):  # one tape: the first derivative
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)
+
+
+def _without_zeros(f, x):  # the right tapes, but None (not 0) for a linear f
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy = inner.gradient(y, x)
+    return outer.gradient(dy, x)
+
+
+def _inner_gradient_outside(f, x):  # inner.gradient after the outer block: nothing records it, zeros asked for
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+    dy = inner.gradient(y, x)
+    return outer.gradient(dy, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+
+def _one_tape_twice(f, x):  # one non-persistent tape asked for both derivatives
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    dy = tape.gradient(y, x)
+    return tape.gradient(dy, x)
+
+
+def _nothing_watched(f, x):  # x is a constant: neither tape records anything
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy = inner.gradient(y, x)
+    return outer.gradient(dy, x)
+
+
+@exercise("ch01-ex2", answer="second_derivative", wrong_answers=[
+    ("one tape: the first derivative", _first_derivative, "ch01.first_derivative"),
+    ("no zeros for a linear f", _without_zeros, "ch01.second_none"),
+    ("inner gradient after the outer block", _inner_gradient_outside, "ch01.zero_unconnected"),
+    ("one tape asked twice", _one_tape_twice, "ch01.one_tape"),
+    ("x not watched", _nothing_watched, "ch01.not_watched"),
+])
 def check_second_derivative(answer, lang):
     for text, f, x, first, expected in CASES:
         where = fragment("ch01.where", lang, f=text, x=x)
@@ -205,7 +256,44 @@ def _diagnosis(loss: _RecordingLoss, lang: str, raised: str):
     return None
 
 
-@exercise("ch01-ex3", answer="train")
+# The likeliest wrong loops (tests/test_classroom_wrong_answers.py runs them), as a reader writes them: the
+# exercise's loop with its last line changed, and one projection moved after the loop.
+
+def _loop(last_line, *, watch=False):
+    """The exercise's ``train`` with ``w = last_line(w)`` ending each step (and ``tape.watch(w)`` if ``watch``)."""
+    def train(loss_fn, w, steps, learning_rate=0.1):
+        import keras  # the chapter's optimizer; loaded when a wrong answer runs, not with gradlib
+        optimizer = keras.optimizers.SGD(learning_rate)
+        for _ in range(steps):
+            with tf.GradientTape() as tape:
+                if watch:
+                    tape.watch(w)
+                loss = loss_fn(w)
+            grads = tape.gradient(loss, [w])
+            optimizer.apply_gradients(zip(grads, [w]))
+            w = last_line(w)
+        return w
+    return train
+
+
+def _assigned(w, value):  # w.assign(value) as a statement: the name w stays bound to the variable
+    w.assign(value)
+    return w
+
+
+def _projected_once(loss_fn, w, steps, learning_rate=0.1):  # plain descent, projected once after the loop
+    w = _loop(lambda w: w)(loss_fn, w, steps, learning_rate)
+    w.assign(tf.clip_by_norm(w, 1.0))
+    return w
+
+
+@exercise("ch01-ex3", answer="train", wrong_answers=[
+    ("the tensor watched", _loop(lambda w: tf.clip_by_norm(w, 1.0), watch=True), "ch01.still_tensor"),
+    ("w = w.assign(...)", _loop(lambda w: w.assign(tf.clip_by_norm(w, 1.0))), "ch01.assign_rebound"),
+    ("a new variable each step", _loop(lambda w: tf.Variable(tf.clip_by_norm(w, 1.0))), "ch01.new_variable"),
+    ("projected once after the loop", _projected_once, "ch01.project_once"),
+    ("clip_by_value: the box", _loop(lambda w: _assigned(w, tf.clip_by_value(w, -1.0, 1.0))), "ch01.box"),
+])
 def check_train(answer, lang):
     for target, scale, w0, steps in TRAIN_CASES:
         where = fragment("ch01.case", lang, loss=_loss_text(target, scale), w0=fmt(np.asarray(w0)), steps=steps)

@@ -262,7 +262,58 @@ def _value_message(value: float, expected: float, case: dict, where: str, lang: 
     return message("ch02.td_value", lang, **values)
 
 
-@exercise("ch02-ex4", answer="td_loss")
+# Typical wrong answers (``wrong_answers`` below), written as a reader writes them.
+
+def _td_product(w, phi, phi_next, reward, done, gamma):  # the mask as a product: 0 * NaN on a terminal row
+    target = reward + gamma * (1 - done) * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+def _td_unstopped(w, phi, phi_next, reward, done, gamma):  # the target not stopped
+    target = reward + gamma * tf.where(done > 0, 0.0, tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+def _td_no_mask(w, phi, phi_next, reward, done, gamma):  # done ignored
+    target = reward + gamma * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+def _td_mask_reversed(w, phi, phi_next, reward, done, gamma):  # done where 1 - done belongs
+    target = reward + gamma * done * tf.stop_gradient(tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+def _td_prediction_stopped(w, phi, phi_next, reward, done, gamma):  # v(s) stopped instead of the target
+    target = reward + gamma * tf.where(done > 0, 0.0, tf.linalg.matvec(phi_next, w))
+    return tf.reduce_mean(0.5 * (tf.stop_gradient(tf.linalg.matvec(phi, w)) - target) ** 2)
+
+
+def _td_loss_stopped(w, phi, phi_next, reward, done, gamma):  # the whole loss stopped
+    target = reward + gamma * tf.where(done > 0, 0.0, tf.linalg.matvec(phi_next, w))
+    return tf.stop_gradient(tf.reduce_mean(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2))
+
+
+def _td_summed(w, phi, phi_next, reward, done, gamma):  # a sum over the batch, not its mean
+    target = reward + gamma * tf.where(done > 0, 0.0, tf.stop_gradient(tf.linalg.matvec(phi_next, w)))
+    return tf.reduce_sum(0.5 * (tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+def _td_no_half(w, phi, phi_next, reward, done, gamma):  # (v(s) - y)^2 without its 1/2
+    target = reward + gamma * tf.where(done > 0, 0.0, tf.stop_gradient(tf.linalg.matvec(phi_next, w)))
+    return tf.reduce_mean((tf.linalg.matvec(phi, w) - target) ** 2)
+
+
+@exercise("ch02-ex4", answer="td_loss", wrong_answers=[
+    ("mask as a product", _td_product, "ch02.td_nan"),
+    ("target not stopped", _td_unstopped, "ch02.td_full"),
+    ("done ignored", _td_no_mask, "ch02.td_no_mask"),
+    ("mask reversed", _td_mask_reversed, "ch02.td_mask_reversed"),
+    ("prediction stopped", _td_prediction_stopped, "ch02.td_reversed"),
+    ("whole loss stopped", _td_loss_stopped, "ch02.td_none"),
+    ("sum over the batch", _td_summed, "ch02.td_sum"),
+    ("no one half", _td_no_half, "ch02.td_half"),
+])
 def check_td_loss(answer, lang):
     loss_word = fragment("ch02.loss_word", lang)
     for k, case in enumerate(TD_CASES, start=1):

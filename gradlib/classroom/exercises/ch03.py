@@ -156,7 +156,39 @@ def _diagnose_ex1(got: List[np.ndarray], lang: str) -> None:
     raise Mismatch(message("ch03-ex1.wrong", lang, **values))
 
 
-@exercise("ch03-ex1", answer="clip_grad")
+# The likeliest wrong answers (tests/test_classroom_wrong_answers.py runs them), as a reader writes them.
+
+def _one_upstream_gradient(op, grad):  # the one-output signature of the chapter's first examples
+    c = op.inputs[1]
+    return [tf.clip_by_value(grad, -c, c), None]
+
+
+def _mask_by_input(op, grad_y, grad_c):  # the explorer's clip_mask_grad, copied: a mask by |x| <= c
+    x, c = op.inputs
+    return [tf.where(tf.abs(x) <= c, grad_y, tf.zeros_like(grad_y)), None]
+
+
+def _zeroed_beyond_c(op, grad_y, grad_c):  # the gradient zeroed beyond ±c instead of clipped
+    c = op.inputs[1]
+    return [tf.where(tf.abs(grad_y) <= c, grad_y, tf.zeros_like(grad_y)), None]
+
+
+@exercise("ch03-ex1", answer="clip_grad", wrong_answers=[
+    ("one upstream gradient", _one_upstream_gradient, "ch03-ex1.signature"),
+    ("one gradient returned", lambda op, *grads: tf.clip_by_value(grads[0], -op.inputs[1], op.inputs[1]),
+     "ch03-ex1.one"),
+    ("the chapter's reversal copied", lambda op, grad_y, grad_c: [-op.inputs[1] * grad_y, None], "ch03-ex1.scaled"),
+    ("c baked in", lambda op, *grads: [tf.clip_by_value(grads[0], -1.0, 1.0), None], "ch03-ex1.fixed"),
+    ("x clipped, not the gradient",
+     lambda op, *grads: [tf.clip_by_value(op.inputs[0], -op.inputs[1], op.inputs[1]), None], "ch03-ex1.input"),
+    ("the explorer's mask by |x| <= c", _mask_by_input, "ch03-ex1.mask_x"),
+    ("zeroed beyond c", _zeroed_beyond_c, "ch03-ex1.zeroed"),
+    ("grad_c taken for c", lambda op, grad_y, grad_c: [tf.clip_by_value(grad_y, -grad_c, grad_c), None],
+     "ch03-ex1.grad_c"),
+    ("c as its own gradient",
+     lambda op, grad_y, grad_c: [tf.clip_by_value(grad_y, -op.inputs[1], op.inputs[1]), op.inputs[1]],
+     "ch03-ex1.grad_for_c"),
+])
 def check_clip_grad(answer, lang):
     if not _binds(answer, 3) and _binds(answer, 2):
         raise Mismatch(message("ch03-ex1.signature", lang))
@@ -354,7 +386,49 @@ def _diagnose_ex2(x, up, got, records, graph, lang):
                            expected=fmt(expected[i])))
 
 
-@exercise("ch03-ex2", answer="binarize")
+# The likeliest wrong answers (tests/test_classroom_wrong_answers.py runs them), as a reader writes them.  The
+# reader's cell registers the gradient function; here binarize registers it when called, so that importing gradlib
+# registers nothing.  The names are gradlib's own: "ColleagueSign" must stay unregistered (one mistake is to map to it).
+
+def _colleague_sign_grad(op, grad):  # the colleague's function: bug 3 left, the output of Sign
+    y = op.outputs[0]
+    return tf.where(tf.abs(y) <= 1.0, grad, tf.zeros_like(grad))
+
+
+def _fixed_sign_grad(op, grad):  # bug 3 fixed: the input of Sign (BinaryNet's gradient, as the chapter's)
+    x = op.inputs[0]
+    return tf.where(tf.abs(x) <= 1.0, grad, tf.zeros_like(grad))
+
+
+_G = tf.compat.v1.get_default_graph()  # the colleague's G: the default graph when the notebook started (bug 2)
+
+
+def _binarize(key, name, grad=None, graph=None):
+    """The reader's ``binarize``: ``grad`` registered as ``name`` (unless None: a name never registered), and
+    ``tf.sign`` under the map ``{key: name}`` entered on ``graph`` (the graph being built when None)."""
+    def binarize(x):
+        if grad is not None:
+            register_gradient(name)(grad)
+        with (graph or tf.compat.v1.get_default_graph()).gradient_override_map({key: name}):
+            return tf.sign(x)
+    return binarize
+
+
+def _with_custom_gradient(x):  # BinaryNet's gradient, replacing the override instead of fixing it
+    @tf.custom_gradient
+    def sign(v):
+        return tf.sign(v), lambda upstream: tf.where(tf.abs(v) <= 1.0, upstream, tf.zeros_like(upstream))
+    return sign(x)
+
+
+@exercise("ch03-ex2", answer="binarize", wrong_answers=[
+    ("bug 3 left", _binarize("Sign", "GradbookCh03Ex2Bug3", _colleague_sign_grad), "ch03-ex2.bug3_left"),
+    ("bug 1 left", _binarize("sign", "GradbookCh03Ex2Fixed", _fixed_sign_grad), "ch03-ex2.key"),
+    ("bug 2 left", _binarize("Sign", "GradbookCh03Ex2Fixed", _fixed_sign_grad, graph=_G), "ch03-ex2.outer_graph"),
+    ("the colleague's name, never registered", _binarize("Sign", "ColleagueSign"), "ch03-ex2.colleague_name"),
+    ("the chapter's BinaryNetSign", _binarize("Sign", CHAPTER_GRADIENT, _fixed_sign_grad), "ch03-ex2.chapter"),
+    ("tf.custom_gradient", _with_custom_gradient, "ch03-ex2.custom_gradient"),
+])
 def check_binarize(answer, lang):
     for x_np, up_np in CASES_EX2:
         y, gradient, records, graph = _build_ex2(answer, x_np, up_np, lang)

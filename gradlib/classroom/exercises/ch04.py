@@ -123,7 +123,65 @@ def _call_quant(answer, x, bits, lang):
         raise Mismatch(text) from None
 
 
-@exercise("ch04-ex1", answer="fake_quant")
+# The likeliest wrong answers, as a reader writes them (``@exercise(..., wrong_answers=...)``).
+
+def _levels(bits, dtype):
+    return tf.cast(2 ** bits - 1, dtype)
+
+
+def _quantized(x, bits):
+    """The right forward pass: clip to [0, 1], round to 2^bits - 1 steps."""
+    levels = _levels(bits, x.dtype)
+    return tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
+
+
+@tf.custom_gradient
+def _quant_stub_backward(x, bits):  # the stub's backward `(dy, None)` kept: no mask
+    return _quantized(x, bits), lambda dy: (dy, None)
+
+
+@tf.custom_gradient
+def _quant_int_levels(x, bits):  # 2 ** bits - 1 stays an int32 tensor
+    levels = 2 ** bits - 1
+    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
+    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def _quant_one_gradient(x, bits):  # no None for bits
+    return _quantized(x, bits), lambda dy: tf.where((x >= 0) & (x <= 1), dy, 0.0)
+
+
+@tf.custom_gradient
+def _quant_pow2_levels(x, bits):  # 2 ** bits steps instead of 2 ** bits - 1
+    levels = tf.cast(2 ** bits, x.dtype)
+    y = tf.round(tf.clip_by_value(x, 0.0, 1.0) * levels) / levels
+    return y, lambda dy: (tf.where((x >= 0) & (x <= 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def _quant_open_interval(x, bits):  # the ends 0 and 1 get no gradient
+    return _quantized(x, bits), lambda dy: (tf.where((x > 0) & (x < 1), dy, 0.0), None)
+
+
+@tf.custom_gradient
+def _quant_without_dy(x, bits):  # the mask instead of dy times the mask
+    return _quantized(x, bits), lambda dy: (tf.where((x >= 0) & (x <= 1), 1.0, 0.0), None)
+
+
+def _quant_builtin(x, bits):  # TensorFlow's op: num_bits from 2 to 16, a Python int
+    return tf.quantization.fake_quant_with_min_max_args(x, 0.0, 1.0, num_bits=int(bits))
+
+
+@exercise("ch04-ex1", answer="fake_quant", wrong_answers=[
+    ("the stub's backward kept", _quant_stub_backward, "ch04.outside"),
+    ("levels an int32 tensor", _quant_int_levels, "ch04.int_bits"),
+    ("no None for bits", _quant_one_gradient, "ch04.gradient_count"),
+    ("2^bits steps", _quant_pow2_levels, "ch04.pow2_levels"),
+    ("mask without the ends", _quant_open_interval, "ch04.boundary"),
+    ("dy ignored", _quant_without_dy, "ch04.upstream"),
+    ("tf.quantization.fake_quant_with_min_max_args", _quant_builtin, "ch04.num_bits"),
+])
 def check_fake_quant(answer, lang):
     value_text, grad_text = fragment("common.forward", lang), fragment("common.gradient", lang)
     x_np, upstream = QUANT_POINTS, QUANT_UPSTREAM
@@ -282,7 +340,50 @@ def _swapped(arrays, ref_grads):
     return all(bool(np.all(_grad_ok(got, expected))) for got, expected in zip(arrays, reversed(ref_grads)))
 
 
-@exercise("ch04-ex2", answer="logaddexp")
+def _logaddexp_value(a, b):
+    """The stable forward pass: the larger input subtracted before exponentiating."""
+    return tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
+
+
+def _logaddexp_naive(a, b):  # the stub: e^100 overflows
+    return tf.math.log(tf.exp(a) + tf.exp(b))
+
+
+@tf.custom_gradient
+def _logaddexp_exp_ratio(a, b):  # the exercise's e^a / (e^a + e^b): inf / inf at a = 100
+    return _logaddexp_value(a, b), lambda dy: (dy * tf.exp(a) / (tf.exp(a) + tf.exp(b)),
+                                               dy * tf.exp(b) / (tf.exp(a) + tf.exp(b)))
+
+
+@tf.custom_gradient
+def _logaddexp_one_minus(a, b):  # the gradient for b as 1 - sigmoid(a - b): 0 where it is 1e-13
+    s = tf.sigmoid(a - b)
+    return _logaddexp_value(a, b), lambda dy: (dy * s, dy * (1 - s))
+
+
+def _logaddexp_where(a, b):  # two stable branches in a tf.where, no custom gradient
+    return tf.where(a > b, a + tf.math.log1p(tf.exp(b - a)), b + tf.math.log1p(tf.exp(a - b)))
+
+
+@tf.custom_gradient
+def _logaddexp_closed_over_y(a, b):  # right first derivatives; the outer tape meets maximum and abs through y
+    y = _logaddexp_value(a, b)
+    return y, lambda dy: (dy * tf.exp(a - y), dy * tf.exp(b - y))
+
+
+def _logaddexp_reduce(a, b):  # right numbers by plain autodiff, no grad_fn
+    return tf.math.reduce_logsumexp(tf.stack([a, b]), axis=0)
+
+
+@exercise("ch04-ex2", answer="logaddexp", wrong_answers=[
+    ("the stub's naive formula", _logaddexp_naive, "ch04.overflow"),
+    ("stable forward, no custom gradient", _logaddexp_value, "ch04.half"),
+    ("the gradient as e^a / (e^a + e^b)", _logaddexp_exp_ratio, "ch04.gradient_overflow"),
+    ("1 - sigmoid for b", _logaddexp_one_minus, "ch04.cancel"),
+    ("tf.where of two branches", _logaddexp_where, "ch04.where_trap"),
+    ("grad_fn closes over y", _logaddexp_closed_over_y, "ch04.second_kink"),
+    ("tf.math.reduce_logsumexp", _logaddexp_reduce, "ch04.library_logsumexp"),
+])
 def check_logaddexp(answer, lang):
     value_text = fragment("common.forward", lang)
     a_np, b_np = LOGADDEXP_A, LOGADDEXP_B
@@ -411,7 +512,52 @@ def _clip_hint(got, dy, c):
     return None
 
 
-@exercise("ch04-ex3", answer="clip_gradient_rows")
+@tf.custom_gradient
+def _clip_stub_backward(x, max_norm):  # the stub's backward `(dy, None)` kept
+    return tf.identity(x), lambda dy: (dy, None)
+
+
+@tf.custom_gradient
+def _clip_whole_norm(x, max_norm):  # tf.clip_by_norm without axes: one norm for the whole dy
+    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm), None)
+
+
+@tf.custom_gradient
+def _clip_per_column(x, max_norm):  # axes=[0]: one norm per column
+    return tf.identity(x), lambda dy: (tf.clip_by_norm(dy, max_norm, axes=[0]), None)
+
+
+@tf.custom_gradient
+def _clip_by_value(x, max_norm):  # the chapter's clip_gradient, entry by entry
+    return tf.identity(x), lambda dy: (tf.clip_by_value(dy, -max_norm, max_norm), None)
+
+
+def _clip_forward(x, max_norm):  # clips x in the forward pass, no custom gradient
+    return tf.clip_by_norm(x, max_norm, axes=[1])
+
+
+@tf.custom_gradient
+def _clip_without_keepdims(x, max_norm):  # norms of shape [n] do not divide the rows
+    return tf.identity(x), lambda dy: (dy * tf.minimum(1.0, max_norm / tf.norm(dy, axis=1)), None)
+
+
+@tf.custom_gradient
+def _clip_zero_row_nan(x, max_norm):  # right for nonzero rows, 0/0 in a zero row
+    def grad_fn(dy):
+        norm = tf.norm(dy, axis=1, keepdims=True)
+        return dy / norm * tf.minimum(norm, max_norm), None
+    return tf.identity(x), grad_fn
+
+
+@exercise("ch04-ex3", answer="clip_gradient_rows", wrong_answers=[
+    ("the stub's backward kept", _clip_stub_backward, "ch04.not_clipped"),
+    ("tf.clip_by_norm without axes", _clip_whole_norm, "ch04.whole_norm"),
+    ("tf.clip_by_norm with axes=[0]", _clip_per_column, "ch04.per_column"),
+    ("tf.clip_by_value", _clip_by_value, "ch04.by_value"),
+    ("clipped in the forward pass", _clip_forward, "ch04.forward_clipped"),
+    ("norms without keepdims", _clip_without_keepdims, "ch04.keepdims"),
+    ("0/0 in a zero row", _clip_zero_row_nan, "ch04.zero_row"),
+])
 def check_clip_gradient_rows(answer, lang):
     value_text, grad_text = fragment("common.forward", lang), fragment("common.gradient", lang)
     x_np, dy_np = CLIP_X, CLIP_UPSTREAM

@@ -99,7 +99,55 @@ EX1_LIBRARY = (("gradlib", "ste_sign"), ("gradlib", "sign_with_surrogate"),
                ("gradlib.ste", "ste_sign"), ("gradlib.ste", "sign_with_surrogate"))
 
 
-@exercise("ch05-ex1", answer="binary_sign")
+# The likeliest wrong answers, as a reader writes them (``@exercise(..., wrong_answers=...)``).
+
+def _plus_minus_one(x):
+    """sign with sign(0) = +1, as the exercises ask."""
+    return tf.where(x >= 0, 1.0, -1.0)
+
+
+def _sign_tf_sign(x, clip):  # tf.sign as the forward: sign(0) = 0
+    t = tf.clip_by_value(x, -clip, clip)
+    return t + tf.stop_gradient(tf.sign(x) - t)
+
+
+def _sign_strictly_positive(x, clip):  # x > 0 instead of x >= 0: sign(0) = -1
+    t = tf.clip_by_value(x, -clip, clip)
+    return t + tf.stop_gradient(tf.where(x > 0, 1.0, -1.0) - t)
+
+
+def _sign_strict_boundary(x, clip):  # |x| < clip: the boundary blocked
+    t = tf.where(tf.abs(x) < clip, x, tf.stop_gradient(x))
+    return t + tf.stop_gradient(_plus_minus_one(x) - t)
+
+
+def _sign_unclipped(x, clip):  # the plain straight-through estimator: clip ignored
+    return x + tf.stop_gradient(_plus_minus_one(x) - x)
+
+
+def _sign_without_dy(x, clip):  # the mask instead of dy times the mask
+    @tf.custom_gradient
+    def op(v):
+        return _plus_minus_one(v), lambda dy: tf.cast(tf.abs(v) <= clip, dy.dtype)
+    return op(x)
+
+
+def _sign_library(x, clip):  # the library's op, which the exercise asks the reader to write
+    import gradlib
+    return gradlib.ste_sign(x, clip=clip)
+
+
+@exercise("ch05-ex1", answer="binary_sign", wrong_answers=[
+    ("tf.sign forward", _sign_tf_sign, "ch05.sign_zero"),
+    ("x > 0", _sign_strictly_positive, "ch05.sign_zero_negative"),
+    ("strict boundary", _sign_strict_boundary, "ch05.clip_boundary"),
+    ("clip ignored", _sign_unclipped, "ch05.plain_ste"),
+    ("no straight-through", lambda x, clip: _plus_minus_one(x), "ch05.no_gradient"),
+    ("dy ignored", _sign_without_dy, "ch05.upstream"),
+    ("gradlib.ste_sign", _sign_library, "ch05.library_call"),
+    ("bool", lambda x, clip: tf.cast(x > 0, tf.bool), "common.dtype"),
+    ("None instead of a function", None, "common.not_callable"),
+])
 def check_binary_sign(answer, lang):
     with library_calls(EX1_LIBRARY) as calls:
         _check_binary_sign(answer, lang)
@@ -264,7 +312,53 @@ DOREFA = WholeTensor(
 EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"),)
 
 
-@exercise("ch05-ex2", answer="dorefa_weights")
+def _dorefa_with_max(maximum, affine=True):
+    """DoReFa's weights with the maximum computed by ``maximum(w, tanh w)``: the typical wrong maxima
+    (and, with ``affine=False``, q instead of 2q - 1)."""
+    def answer(w, bits):
+        import gradlib
+        t = tf.tanh(w)
+        q = gradlib.dorefa_quantize(t / (2 * maximum(w, t)) + 0.5, bits)
+        return 2 * q - 1 if affine else q
+    return answer
+
+
+def _dorefa_round(w, bits):  # the formula with tf.round and no straight-through
+    t = tf.tanh(w)
+    n = 2.0 ** bits - 1
+    return 2 * tf.round((t / (2 * tf.reduce_max(tf.abs(t))) + 0.5) * n) / n - 1
+
+
+def _dorefa_whole(w, bits):  # the stop_gradient trick around the whole quantizer, tanh and maximum included
+    t = tf.tanh(w)
+    n = 2.0 ** bits - 1
+    y = 2 * tf.round((t / (2 * tf.reduce_max(tf.abs(t))) + 0.5) * n) / n - 1
+    return w + tf.stop_gradient(y - w)
+
+
+def _dorefa_pow2_steps(w, bits):  # n = 2^bits instead of 2^bits - 1
+    t = tf.tanh(w)
+    u = t / (2 * tf.reduce_max(tf.abs(t))) + 0.5
+    n = 2.0 ** bits
+    return 2 * (u + tf.stop_gradient(tf.round(u * n) / n - u)) - 1
+
+
+def _dorefa_library(w, bits):  # the experiment's quantizer, which the exercise asks the reader to write
+    from gradlib import experiments
+    return experiments.quantize_weights(w, "kbit", bits)
+
+
+@exercise("ch05-ex2", answer="dorefa_weights", wrong_answers=[
+    ("no straight-through", _dorefa_round, "ch05.no_gradient"),
+    ("straight through the whole quantizer", _dorefa_whole, "ch05.dorefa_identity"),
+    ("max|w|", _dorefa_with_max(lambda w, t: tf.reduce_max(tf.abs(w))), "ch05.dorefa_max_w"),
+    ("max without the absolute value", _dorefa_with_max(lambda w, t: tf.reduce_max(t)), "ch05.dorefa_max_sign"),
+    ("max along one axis", _dorefa_with_max(lambda w, t: tf.reduce_max(tf.abs(t), axis=0)), "ch05.dorefa_max_axis"),
+    ("q instead of 2q - 1", _dorefa_with_max(lambda w, t: tf.reduce_max(tf.abs(t)), affine=False),
+     "ch05.dorefa_affine"),
+    ("2^bits steps", _dorefa_pow2_steps, "ch05.dorefa_levels"),
+    ("experiments.quantize_weights", _dorefa_library, "ch05.library_call"),
+])
 def check_dorefa_weights(answer, lang):
     with library_calls(EX2_LIBRARY) as calls:
         matched = check_whole(DOREFA, answer, lang)
@@ -363,7 +457,60 @@ XNOR = WholeTensor(
     upstream_key="ch05.upstream", mistakes=_xnor_wrong_gradients, gradient_hint=_xnor_gradient_hint)
 
 
-@exercise("ch05-ex3", answer="xnor_paper")
+def _mean_abs(v):
+    return tf.reduce_mean(tf.abs(v))
+
+
+def _clipped(v):
+    """BinaryNet's indicator 1{|v| <= 1}."""
+    return tf.cast(tf.abs(v) <= 1, v.dtype)
+
+
+def _xnor_with(backward, forward=_plus_minus_one):
+    """Forward ``forward(w)·E``, backward ``backward(dy, w, E, n)``: the shape of a typical wrong answer."""
+    def answer(w):
+        scale = _mean_abs(w)
+        n = tf.cast(tf.size(w), w.dtype)
+
+        @tf.custom_gradient
+        def binarize(v):
+            return forward(v) * scale, lambda dy: backward(dy, v, scale, n)
+        return binarize(w)
+    return answer
+
+
+def _xnor_product_rule(w):  # the chapter's table's last row: autodiff through E too
+    import gradlib
+    return _mean_abs(w) * gradlib.ste_sign(w, clip=1.0)
+
+
+def _xnor_stopped_scale(w):  # E stopped: the term 1/n through E is lost (larq's rule)
+    import gradlib
+    return tf.stop_gradient(_mean_abs(w)) * gradlib.ste_sign(w, clip=1.0)
+
+
+def _xnor_trick_unstopped(w):  # the right surrogate, but E = mean|w| left to autodiff inside it
+    scale = _mean_abs(w)
+    n = tf.cast(tf.size(w), w.dtype)
+    surrogate = w / n + scale * tf.clip_by_value(w, -1.0, 1.0)
+    return surrogate + tf.stop_gradient(_plus_minus_one(w) * scale - surrogate)
+
+
+def _xnor_library(w):  # gradlib's binarizer: straight through, gradient dy
+    import gradlib
+    return gradlib.xnor_binarize(w)
+
+
+@exercise("ch05-ex3", answer="xnor_paper", wrong_answers=[
+    ("autodiff of E times ste_sign", _xnor_product_rule, "ch05.xnor_product_rule"),
+    ("the trick with E not stopped", _xnor_trick_unstopped, "ch05.xnor_trick_unstopped"),
+    ("E stopped", _xnor_stopped_scale, "ch05.xnor_no_diagonal"),
+    ("sign(w)/n instead of 1/n", _xnor_with(lambda dy, v, scale, n: dy * (tf.sign(v) / n + scale * _clipped(v))),
+     "ch05.xnor_sign_over_n"),
+    ("tf.sign forward", _xnor_with(lambda dy, v, scale, n: dy * (1 / n + scale * _clipped(v)), forward=tf.sign),
+     "ch05.xnor_zero"),
+    ("gradlib.xnor_binarize", _xnor_library, "ch05.xnor_identity"),
+])
 def check_xnor_paper(answer, lang):
     check_whole(XNOR, answer, lang)
     vector, matrix = XNOR_INPUTS[0][0], XNOR_INPUTS[1][0]

@@ -46,7 +46,7 @@ def _exact(value) -> str:
 # -- the gradient reversal layer: ex1 ----------------------------------------------
 
 POINTS = kink_and_random_points([0.0, 1.5, -2.0, 0.1], seed=6)
-LAMS = (1.0, 0.5, 0.0, 2.0)  # Python numbers, with upstream ones
+LAMS = (0.5, 1.0, 0.0, 2.0)  # Python numbers, with upstream ones; 0.5 first: at 1, +dy is both λ dy and dy unchanged
 UPSTREAM_LAM = 0.5            # with UPSTREAM, as a number, and on a 3 x 4 matrix; also on EXACT_POINTS
 TENSOR_LAM = 0.3              # as a tf.constant: it must get no gradient
 VARIABLE_LAM = 0.75           # as a tf.Variable, with UPSTREAM
@@ -237,7 +237,66 @@ def _check_ex1(answer, lang: str) -> str:
     return message("ch06.ex1_passed", lang, lams=_lams_text())
 
 
-@exercise("ch06-ex1", answer="reverse_gradient")
+# Typical wrong answers of ex1 (``wrong_answers`` below), written as a reader writes them.
+
+def _reversal(scale_of_lam: Callable) -> Callable:
+    """A layer whose gradient is ``scale_of_lam(lam)`` times dy (the right one is −λ)."""
+    def answer(x, lam):
+        @tf.custom_gradient
+        def op(v):
+            return tf.identity(v), lambda dy: scale_of_lam(lam) * dy
+        return op(x)
+    return answer
+
+
+@tf.custom_gradient
+def _no_gradient_for_lam(x, lam):  # grad_fn returns one gradient for two inputs
+    return tf.identity(x), lambda dy: -lam * dy
+
+
+@tf.custom_gradient
+def _zero_gradient_for_lam(x, lam):  # a zero for lam is still a gradient; None is none
+    return tf.identity(x), lambda dy: (-lam * dy, tf.zeros_like(lam))
+
+
+@tf.custom_gradient
+def _upstream_ignored(x, lam):  # the layer's own derivative, not multiplied by dy
+    return tf.identity(x), lambda dy: (-lam * tf.ones_like(x), None)
+
+
+@tf.custom_gradient
+def _float_lam(x, lam):  # fine eagerly; inside a tf.function lam is a symbolic tensor
+    lam = float(lam)
+    return tf.identity(x), lambda dy: (-lam * dy, None)
+
+
+def _stop_gradient_trick(x, lam):  # chapter 2's textbook arrangement: rounds twice
+    t = -lam * x
+    return t + tf.stop_gradient(x - t)
+
+
+def _exact_stop_gradient_trick(x, lam):  # exact, but no tf.custom_gradient
+    t = -lam * x
+    return tf.stop_gradient(x) - (tf.stop_gradient(t) - t)
+
+
+def _library_reversal(x, lam):
+    import gradlib
+    return gradlib.gradient_reversal(x, lam)
+
+
+@exercise("ch06-ex1", answer="reverse_gradient", wrong_answers=[
+    ("identity", lambda x, lam: tf.identity(x), "ch06.grad_not_reversed"),
+    ("lam without the minus", _reversal(lambda lam: lam), "ch06.grad_sign"),
+    ("minus one whatever lam", _reversal(lambda lam: -1.0), "ch06.grad_ignores_lam"),
+    ("no gradient for lam", _no_gradient_for_lam, "ch06.gradient_count"),
+    ("a zero gradient for lam", _zero_gradient_for_lam, "ch06.lam_gradient"),
+    ("upstream gradient ignored", _upstream_ignored, "ch06.upstream"),
+    ("float(lam)", _float_lam, "ch06.function_raised"),
+    ("the stop_gradient trick", _stop_gradient_trick, "ch06.not_exact"),
+    ("the exact stop_gradient trick", _exact_stop_gradient_trick, "ch06.no_custom"),
+    ("gradlib.gradient_reversal", _library_reversal, "ch06.library"),
+])
 def check_reverse_gradient(answer, lang):
     # gradlib.gradient_reversal and the GradientReversal layer both end in gradlib.reversal._reverse
     return refuse_library(_check_ex1, answer, lang, names=[("gradlib.reversal", "_reverse")], key="ch06.library",
@@ -430,7 +489,37 @@ def _check_loss_at(answer, lam: float, references, lang: str) -> None:
         raise Mismatch(message("ch06.loss_value", lang, prefix=prefix, got=fmt(float(value)), expected=fmt(expected)))
 
 
-@exercise("ch06-ex3", answer="dann_loss")
+def _dann(domain_weight: Callable, *, reverse: bool = True, pass_lam: bool = True,
+          reduce: Callable = tf.reduce_mean) -> Callable:
+    """The colleague's loss with its pieces changed, as a reader's fix changes them (a wrong answer of ex3).
+
+    ``label_loss + domain_weight(lam) * domain_loss``, with the reversal layer in front of
+    the domain classifier when ``reverse`` (given ``lam`` when ``pass_lam``, else left at its
+    default λ = 1), and each loss reduced over its points by ``reduce``.
+    """
+    def loss(model, x_source, y_source, x_target, lam):
+        import gradlib
+        f_source, f_target = model.features(x_source), model.features(x_target)
+        label_loss = reduce(tf.nn.sigmoid_cross_entropy_with_logits(y_source, model.label(f_source)))
+        domains = tf.concat([tf.zeros_like(f_source[:, :1]), tf.ones_like(f_target[:, :1])], axis=0)
+        both = tf.concat([f_source, f_target], axis=0)
+        if reverse:
+            both = gradlib.gradient_reversal(both, lam) if pass_lam else gradlib.gradient_reversal(both)
+        domain_loss = reduce(tf.nn.sigmoid_cross_entropy_with_logits(domains, model.domain(both)))
+        return label_loss + domain_weight(lam) * domain_loss
+    return loss
+
+
+@exercise("ch06-ex3", answer="dann_loss", wrong_answers=[
+    ("the colleague's loss, unchanged", _dann(lambda lam: -lam), "ch06.hint_colleague"),
+    ("reversal dropped, minus kept", _dann(lambda lam: -lam, reverse=False), "ch06.hint_minus"),
+    ("reversal kept, plus lam L_d", _dann(lambda lam: lam), "ch06.hint_twice"),
+    ("reversal and minus both dropped", _dann(lambda lam: 1.0, reverse=False), "ch06.hint_cooperative"),
+    ("lam not passed to the reversal", _dann(lambda lam: 1.0, pass_lam=False), "ch06.hint_no_lambda"),
+    ("sums instead of means", _dann(lambda lam: 1.0, reduce=tf.reduce_sum), "ch06.hint_sum"),
+    ("returns the model", lambda *a: a[0], "common.not_numeric"),
+    ("a Python float", lambda *a: 1.5, "common.not_tensor"),
+])
 def check_dann_loss(answer, lang):
     references = loss_references()
     for lam in LOSS_LAMS:
@@ -458,7 +547,12 @@ SCHEDULE = Scalar(
               ("ch06.schedule_gamma", lambda p: 2.0 / (1.0 + np.exp(-p)) - 1.0)))
 
 
-@exercise("ch06-ex2", answer="dann_lambda")
+@exercise("ch06-ex2", answer="dann_lambda", wrong_answers=[
+    ("schedule plus one", lambda p: 2.0 / (1.0 + np.exp(-10.0 * p)), "ch06.schedule_plus_one"),
+    ("sigmoid", lambda p: 1.0 / (1.0 + np.exp(-10.0 * p)), "ch06.schedule_sigmoid"),
+    ("exponent +10p", lambda p: 2.0 / (1.0 + np.exp(10.0 * p)) - 1.0, "ch06.schedule_sign"),
+    ("exponent -p", lambda p: 2.0 / (1.0 + np.exp(-p)) - 1.0, "ch06.schedule_gamma"),
+])
 def check_dann_lambda(answer, lang):
     values = check_scalar(SCHEDULE, answer, lang)
     return message("ch06.ex2_passed", lang, ps="{" + ", ".join(fmt(p) for p in PROGRESS) + "}",
