@@ -232,12 +232,25 @@ def to_array(value: Any) -> Optional[np.ndarray]:
 WORDS = ("forward", "gradient", "result")  # the ``what`` of as_array that are catalogue words
 
 
+def require_decorated(value: Any, lang: str, where: str) -> None:
+    """A ``(value, grad_fn)`` pair is what a function returns when it lacks ``@tf.custom_gradient``."""
+    try:
+        pair = isinstance(value, tuple) and len(value) == 2 and callable(value[1])
+    except PROPAGATE:
+        raise
+    except BaseException:  # a reader's tuple subclass whose len() raises: not the pair
+        pair = False
+    if pair:
+        raise Mismatch(message("common.undecorated", lang, where=where))
+
+
 def as_array(value: Any, *, lang: str, what: str, where: str = "",
              shape: Optional[Tuple[int, ...]] = None, none_key: str = "none") -> np.ndarray:
     """Validate a returned value: not None, numeric, finite, floating, right shape."""
     what_text = fragment("common." + what, lang) if what in WORDS else what
     if value is None:
         raise Mismatch(message("common." + none_key, lang, where=where))
+    require_decorated(value, lang, where)
     array = to_array(value)
     if array is None or array.dtype.kind not in "biufc":
         raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
@@ -254,6 +267,7 @@ def as_array(value: Any, *, lang: str, what: str, where: str = "",
 
 def require_tensor(value: Any, *, lang: str, where: str = "") -> None:
     """A value whose gradient the check asks for must be a tensor (not NumPy, not a Python number)."""
+    require_decorated(value, lang, where)
     if not tf.is_tensor(value):
         raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
 

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from ...logs import captured_tf_warnings
 from ._core import (PROPAGATE, Mismatch, call, catalogue, describe, exercise, first_mismatch, first_mistake, fmt,
-                    fragment, join, kink_and_random_points, message, require_tensor, to_array)
+                    fragment, join, kink_and_random_points, message, require_decorated, require_tensor,
+                    to_array)
 
 
 # -- helpers -------------------------------------------------------------------
@@ -74,6 +75,7 @@ def _array(value, *, lang, what, shape, none_key="none"):
         if "ch04." + none_key in catalogue(lang):
             raise Mismatch(message("ch04." + none_key, lang))
         raise Mismatch(message("common." + none_key, lang, where=""))
+    require_decorated(value, lang, "")
     array = to_array(value)
     if array is None or array.dtype.kind not in "biufc":
         raise Mismatch(message("common.not_numeric", lang, where="", kind=type(value).__name__))
@@ -549,7 +551,14 @@ def _clip_zero_row_nan(x, max_norm):  # right for nonzero rows, 0/0 in a zero ro
     return tf.identity(x), grad_fn
 
 
+def _clip_undecorated(x, max_norm):  # @tf.custom_gradient forgotten: the pair itself comes back
+    def grad_fn(dy):
+        return tf.clip_by_norm(dy, max_norm, axes=[1]), None
+    return tf.identity(x), grad_fn
+
+
 @exercise("ch04-ex3", answer="clip_gradient_rows", wrong_answers=[
+    ("@tf.custom_gradient forgotten", _clip_undecorated, "common.undecorated"),
     ("the stub's backward kept", _clip_stub_backward, "ch04.not_clipped"),
     ("tf.clip_by_norm without axes", _clip_whole_norm, "ch04.whole_norm"),
     ("tf.clip_by_norm with axes=[0]", _clip_per_column, "ch04.per_column"),

@@ -280,6 +280,10 @@ def _exact_stop_gradient_trick(x, lam):  # exact, but no tf.custom_gradient
     return tf.stop_gradient(x) - (tf.stop_gradient(t) - t)
 
 
+def _undecorated_reversal(x, lam):  # @tf.custom_gradient forgotten: the pair itself comes back
+    return tf.identity(x), lambda dy: (-lam * dy, None)
+
+
 def _library_reversal(x, lam):
     import gradlib
     return gradlib.gradient_reversal(x, lam)
@@ -296,6 +300,7 @@ def _library_reversal(x, lam):
     ("the stop_gradient trick", _stop_gradient_trick, "ch06.not_exact"),
     ("the exact stop_gradient trick", _exact_stop_gradient_trick, "ch06.no_custom"),
     ("gradlib.gradient_reversal", _library_reversal, "ch06.library"),
+    ("@tf.custom_gradient forgotten", _undecorated_reversal, "common.undecorated"),
 ])
 def check_reverse_gradient(answer, lang):
     # gradlib.gradient_reversal and the GradientReversal layer both end in gradlib.reversal._reverse
