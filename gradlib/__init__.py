@@ -9,9 +9,39 @@ runtime (:mod:`gradlib.book`: progress, tables, benchmarks), the classroom
 """
 
 import importlib
+import os as _os
+import sys as _sys
 from importlib import metadata as _metadata
 
-from . import _compat  # noqa: F401  (checks the TensorFlow version first)
+
+def _run_as_grader() -> bool:
+    """Whether this process is ``python -m gradlib.grade`` (the notebook grader itself)."""
+    if _sys.argv[:1] != ["-m"]:  # runpy's argv[0] while it imports the package of the -m module
+        return False
+    for position, arg in enumerate(getattr(_sys, "orig_argv", [])[1:], start=1):
+        if arg == "-m":
+            return _sys.orig_argv[position + 1:position + 2] == ["gradlib.grade"]
+        if arg.startswith("-m"):
+            return arg == "-mgradlib.grade"
+    return False
+
+
+def _quiet_the_grader() -> None:
+    """In the grader's own process, TensorFlow's start-up notices off, as in its kernels: the quiet
+    variables of ``book/kernel.json`` (their one home), where the user has not set them.  Any other
+    program that imports gradlib keeps its environment as it is."""
+    if _run_as_grader():
+        import json
+        import pathlib
+
+        spec = json.loads((pathlib.Path(__file__).parent / "book" / "kernel.json").read_text(encoding="utf-8"))
+        for key, value in spec["quiet"].items():
+            _os.environ.setdefault(key, value)
+
+
+_quiet_the_grader()  # before TensorFlow is imported
+
+from . import _compat  # noqa: E402,F401  (checks the TensorFlow version first)
 from ._compat import UntestedTensorFlowWarning
 from .autodiff import curves, value_and_grad
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient

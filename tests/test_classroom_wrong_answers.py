@@ -4,7 +4,7 @@ The key (``Feedback.key``, a catalogue key) is asserted, not English words, and
 in both languages: the Chinese feedback must name the same mistake.  The
 generic rows are the answers every check must survive (an exception, None,
 NaN, a wrong shape, a string, an integer dtype, a wrong signature, no
-function at all); the fuzzer (``test_fuzz_checks.py``) tries hundreds more
+function at all, a call of ``sys.exit()``); the fuzzer (``test_fuzz_checks.py``) tries hundreds more
 but asserts only that the feedback is well-formed, so this table pins down
 *which* message each gets.  The other rows are each exercise's typical
 mistakes with a message of their own, declared with its check
@@ -13,6 +13,7 @@ a new exercise brings its own rows.
 """
 
 import functools
+import sys
 
 import pytest
 import tensorflow as tf
@@ -47,12 +48,14 @@ GENERIC = {
     "int32": lambda *a: tf.ones(tf.shape(a[0]), tf.int32) if tf.is_tensor(a[0]) else tf.constant(1),
     "no parameters": lambda: 1.0,
     "not callable": 42,
+    "calls sys.exit": lambda *a: sys.exit(3),
 }
 
 # What each generic answer gets where it differs from the common message of its row.
 COMMON_KEY = {"raises": "common.raised", "returns None": "common.none", "returns NaN": "common.nan",
               "wrong shape": "common.shape", "returns a str": "common.not_numeric", "int32": "common.dtype",
-              "no parameters": "common.raised", "not callable": "common.not_callable"}
+              "no parameters": "common.raised", "not callable": "common.not_callable",
+              "calls sys.exit": "common.exit"}
 SPECIAL = {
     ("ch01-ex2", "returns None"): "ch01.none_unconnected",   # None: the inner gradient was unconnected
     ("ch01-ex3", "returns NaN"): "common.shape",              # a scalar NaN for a vector w

@@ -5,8 +5,8 @@ the id builds about 120 hostile answers (1779 in all at the time of writing):
 
 * answers that raise: ordinary exceptions of many types, TensorFlow errors,
   real recursion, an exception whose ``__str__`` raises, one with a long
-  multi-line message, ``GeneratorExit`` and a BaseException subclass of the
-  reader's own;
+  multi-line message, ``GeneratorExit``, ``SystemExit`` (``sys.exit()``) and
+  a BaseException subclass of the reader's own;
 * answers that hang: ``while True: pass``, ``time.sleep(1e6)``, and one of a
   loop that swallows the first time-out, waiting on an Event, an object whose
   ``__array__`` loops (the check's conversion hangs, not the call); checked
@@ -43,10 +43,11 @@ afterwards.  ``feedback_problems`` is that assertion; it returns the problems
 instead of raising, and ``test_a_broken_check_is_caught`` shows that it
 catches deliberately broken checks.
 
-By design two exceptions propagate out of ``check`` and are not fuzzed:
-KeyboardInterrupt (the reader or the grader interrupting the kernel) and
-SystemExit (``sys.exit()`` in the reader's code);
-``test_keyboard_interrupt_and_system_exit_propagate`` pins that down.
+By design one exception propagates out of ``check`` and is not fuzzed:
+KeyboardInterrupt (the reader or the grader interrupting the kernel);
+``test_keyboard_interrupt_propagates_and_system_exit_is_feedback`` pins that
+down, and that ``sys.exit()`` in the reader's code (SystemExit, also fuzzed
+here) is a failing Feedback of its own (``common.exit``), not an escape.
 
 ``test_fuzz_summary`` prints the total number of cases (``fuzz cases: ...``)
 and records it as the junit test-suite property ``fuzz_cases``; it builds
@@ -366,6 +367,7 @@ def hostile_answers(exercise_id: str, reference: Callable, reference_calls: int,
              raising(lambda: ValueError("\n".join(message() * 50 for _ in range(40))))),
         Case("raises a message with only whitespace", raising(lambda: ValueError("  \n\t "))),
         Case("raises GeneratorExit", raising(GeneratorExit)),
+        Case("raises SystemExit (sys.exit)", calling(lambda args: sys.exit(rnd.choice([0, 1, 3, None, "bye"])))),
         Case("raises a BaseException subclass", raising(lambda: ReadersError(message()))),
         # -- hanging ---------------------------------------------------------------
         Case("hangs: while True: pass", calling(hang_loop), hangs=True),
@@ -589,16 +591,35 @@ def test_hostile_answers_get_feedback(exercise_id, half):
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
 
 
-def test_keyboard_interrupt_and_system_exit_propagate():
+def test_keyboard_interrupt_propagates_and_system_exit_is_feedback():
     previous = signal.getsignal(signal.SIGALRM)
-    for error in (KeyboardInterrupt, SystemExit):
-        def answer(*args, error=error):
-            raise error()
-        for exercise_id in exercises.exercise_ids():
-            with pytest.raises(error):
-                exercises.check(exercise_id, answer, timeout=5)
-            assert signal.getsignal(signal.SIGALRM) is previous
-            assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+    def interrupted(*args):
+        raise KeyboardInterrupt()
+
+    def exits(*args):
+        sys.exit(3)
+
+    for exercise_id in exercises.exercise_ids():
+        with pytest.raises(KeyboardInterrupt):
+            exercises.check(exercise_id, interrupted, timeout=5)
+        assert signal.getsignal(signal.SIGALRM) is previous
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        for lang in LANGS:
+            feedback = exercises.check(exercise_id, exits, lang=lang, timeout=5)
+            assert (feedback.passed, feedback.key) == (False, "common.exit"), feedback
+            assert "sys.exit()" in feedback.message and "3" in feedback.message
+        assert signal.getsignal(signal.SIGALRM) is previous
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_system_exit_raised_by_the_check_itself_is_not_blamed_on_the_reader(monkeypatch):
+    def exits_by_itself(answer, lang):
+        sys.exit(1)
+
+    monkeypatch.setitem(_core.CHECKS, "ch06-ex2", exits_by_itself)
+    feedback = exercises.check("ch06-ex2", REFERENCES["ch06-ex2"], timeout=5)
+    assert (feedback.passed, feedback.key) == (False, "common.check_failed"), feedback
 
 
 def slow_dann_lambda(p):

@@ -8,14 +8,20 @@ looping one spends its whole budget, so it is graded on its own, in ``make
 test`` only: it is marked slow):
 
 * ch01, English: the reference solution pasted in;
-* ch01, Chinese: a typical wrong answer (the first derivative);
+* ch01, Chinese: a typical wrong answer (the first derivative), and a
+  ``train`` that calls ``sys.exit()``;
 * ch01, English: the check cell deleted, the answer defined in another cell;
 * ch02, English: a cell that raises, an answer whose cell raises before the
-  definition, an untouched stub;
+  definition, untouched stubs (``not-attempted``; so are the untouched
+  ``train`` stubs of the ch01 notebooks);
 * ch02, English: an answer with ``while True: pass`` (its check cell, with
   the check's own time limit switched off by ``timeout=None``, loops until
   the notebook's budget is spent, so the later cells never run; the
   grader's check of the answer is stopped by ``--check-timeout``);
+* ch01, English: a correct answer, then a cell that ignores the interrupt
+  (``except KeyboardInterrupt: pass`` in a loop; the grader kills its kernel
+  after ``INTERRUPT_GRACE``), and an answer that ignores the interrupt when
+  the grader checks it (slow, graded apart like the looping one);
 * a file that is not JSON, and a file that does not exist.
 """
 
@@ -23,6 +29,7 @@ import asyncio
 import csv
 import os
 import re
+import time
 from pathlib import Path
 
 import nbformat
@@ -37,6 +44,7 @@ from tools.student_edition import source_notebook, student_notebook
 # Chapter 2's auto-checked exercises, from the registry (adding an exercise needs no edit here).
 CH02 = [exercise for exercise in exercises.exercise_ids() if exercise.startswith("ch02-")]
 TIMEOUT, CHECK_TIMEOUT = 40, 15   # the looping notebook spends both, so they stay short
+STUBBORN_TIMEOUT = 30             # the notebook that ignores the interrupt spends it
 # The notebooks that finish get budgets they never come near, even on a loaded 2-core box.
 GENEROUS = dict(timeout=180, check_timeout=60)
 
@@ -87,6 +95,33 @@ gradlib.exercises.check("ch01-ex2", second_derivative, lang="zh")
 '''
 
 
+EXITS = '''\
+def train(loss_fn, w, steps, learning_rate=0.1):
+    import sys
+    sys.exit(1)
+
+'''
+
+STUBBORN = '''\
+import time
+while True:   # ignores the grader's interrupt
+    try:
+        time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+'''
+
+STUBBORN_ANSWER = '''\
+def second_derivative(f, x):
+    import time
+    while True:   # ignores the grader's interrupt
+        try:
+            time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+'''
+
+
 def write(nb, path):
     nbformat.write(nb, str(path))
     return path
@@ -103,6 +138,8 @@ def submissions(folder: Path):
 
     nb = trimmed_student_edition("zh", ch01)
     check_cell(nb, "ch01-ex2").source = FIRST_DERIVATIVE
+    cell = check_cell(nb, "ch01-ex3")
+    cell.source = EXITS + cell.source.splitlines()[-1]
     paths["wrong"] = write(nb, folder / "wrong.ipynb")
 
     nb = trimmed_student_edition("en", ch01)
@@ -127,6 +164,17 @@ def submissions(folder: Path):
     cell.source = cell.source.replace('lang="en")', 'lang="en", timeout=None)')
     assert "timeout=None" in cell.source
     paths["loop"] = write(nb, folder / "loop.ipynb")
+
+    nb = trimmed_student_edition("en", ch01)
+    cell = check_cell(nb, "ch01-ex2")
+    cell.source = reference_solution("en", ch01, "ch01-ex2")
+    nb.cells.insert(nb.cells.index(cell) + 1, nbformat.v4.new_code_cell(STUBBORN))
+    paths["stubborn"] = write(nb, folder / "stubborn.ipynb")
+
+    nb = trimmed_student_edition("en", ch01)
+    cell = check_cell(nb, "ch01-ex2")  # its check (of the stub) runs; the answer the grader checks comes later
+    nb.cells.insert(nb.cells.index(cell) + 1, nbformat.v4.new_code_cell(STUBBORN_ANSWER))
+    paths["stubborn_check"] = write(nb, folder / "stubborn_check.ipynb")
 
     paths["invalid"] = folder / "invalid.ipynb"
     paths["invalid"].write_text('{"cells": [', encoding="utf-8")
@@ -169,7 +217,7 @@ def graded(tmp_path_factory):
     """The class without the notebook that loops (two kernels at a time)."""
     folder = tmp_path_factory.mktemp("class")
     paths = submissions(folder)
-    del paths["loop"]
+    del paths["loop"], paths["stubborn"], paths["stubborn_check"]
     return grade_class(folder, paths, jobs=2, **GENEROUS)
 
 
@@ -179,6 +227,19 @@ def graded_loop(tmp_path_factory):
     folder = tmp_path_factory.mktemp("loop")
     paths = {"loop": submissions(folder)["loop"]}
     return grade_class(folder, paths, jobs=1)
+
+
+@pytest.fixture(scope="module")
+def graded_stubborn(tmp_path_factory):
+    """The notebooks whose cell, or answer, ignores the interrupt: they spend their budgets, so they run in make
+    test only."""
+    folder = tmp_path_factory.mktemp("stubborn")
+    made = submissions(folder)
+    paths = {name: made[name] for name in ("stubborn", "stubborn_check")}
+    started = time.monotonic()
+    result = grade_class(folder, paths, jobs=2, timeout=STUBBORN_TIMEOUT, check_timeout=CHECK_TIMEOUT)
+    result["seconds"] = time.monotonic() - started
+    return result
 
 
 def one(graded, name, exercise=None):
@@ -213,6 +274,20 @@ def test_wrong_answer_fails_with_the_message_in_the_notebooks_language(graded):
     assert row["feedback"].startswith("对 f(x) = x**3，在 x = 1.5 处你的结果为 6.75，这是一阶导数 f'(x)；应为 f''(x) = 9。")
 
 
+def test_an_answer_that_calls_sys_exit_is_graded_not_a_grader_error(graded):
+    row = one(graded, "wrong", "ch01-ex3")
+    assert (row["status"], row["passed"], row["answer"]) == ("graded", "0", "train")
+    assert row["feedback"].startswith("你的代码调用了 sys.exit()（1）"), row
+
+
+def test_an_untouched_stub_is_not_attempted(graded):
+    for name in ("correct", "deleted"):
+        row = one(graded, name, "ch01-ex3")
+        assert (row["status"], row["passed"], row["answer"]) == ("not-attempted", "0", "train")
+        assert row["feedback"] == "`train` is still the student edition's stub (unchanged apart from comments " \
+                                  "and spacing): not attempted"
+
+
 def test_deleted_check_cell_is_reported_and_the_answer_still_graded(graded):
     row = one(graded, "deleted", "ch01-ex2")
     assert (row["status"], row["passed"], row["check_cell"]) == ("graded", "1", "deleted")
@@ -226,9 +301,9 @@ def test_cells_that_raise_do_not_stop_the_grading(graded):
     assert (ex2["status"], ex2["passed"], ex2["answer"]) == ("not-defined", "0", "scaled_gradient")
     assert ex2["feedback"].startswith("`scaled_gradient` is not defined")
     assert rows, "chapter 2 has untouched stubs besides ex1 and ex2"
-    for stub in rows.values():  # untouched stubs (`...`) are graded and fail
-        assert (stub["status"], stub["passed"]) == ("graded", "0")
-        assert "returned None" in stub["feedback"], stub
+    for stub in rows.values():  # untouched stubs (`...`): not attempted, not a specific mistake
+        assert (stub["status"], stub["passed"]) == ("not-attempted", "0")
+        assert "still the student edition's stub" in stub["feedback"], stub
     assert ex1["notes"].startswith("cell 3 (`1 / 0`) raised ZeroDivisionError: division by zero; cell 7 (`raise")
     assert "RuntimeError: not finished" in ex1["notes"] and all(r["notes"] == ex1["notes"] for r in rows.values())
 
@@ -246,6 +321,39 @@ def test_a_notebook_that_loops_forever_is_stopped(graded_loop):
     later = len(CH02) - 1  # one code cell per exercise (its stub and check call) after the looping one
     assert ex1["notes"] == (f"cell 4 (`def clipped_identity_ste(x):`) was stopped after the notebook's {TIMEOUT} s; "
                             f"{later} later code cells were not run")
+
+
+@pytest.mark.slow
+def test_a_notebook_that_ignores_the_interrupt_is_killed(graded_stubborn):
+    assert graded_stubborn["code"] == 0 and graded_stubborn["left_over"] == set()
+    rows = graded_stubborn["by_file"]["stubborn"]
+    nb = nbformat.read(str(graded_stubborn["paths"]["stubborn"]), as_version=4)
+    cell = next(i for i, c in enumerate(nb.cells) if c.source == STUBBORN) + 1
+    assert [r["exercise"] for r in rows] == ["ch01-ex2", "ch01-ex3"]
+    for row, name in zip(rows, ("second_derivative", "train")):
+        # the correct answer defined before the loop and the answer never defined alike: not checked
+        assert (row["status"], row["passed"]) == ("timeout", "0")
+        assert row["feedback"] == (f"`{name}` could not be checked: the notebook ignored the interrupt in cell "
+                                   f"{cell} (after its {STUBBORN_TIMEOUT} s), so the grader stopped its kernel "
+                                   "before the answers were checked")
+        assert row["notes"] == (f"cell {cell} (`import time`) ignored the interrupt after the notebook's "
+                                f"{STUBBORN_TIMEOUT} s, so the grader stopped the kernel; 1 later code cell was not run")
+    # killed after the grace period, long before the watchdog (which would add the checks' budgets)
+    # (the checks would have waited CHECK_TIMEOUT each, behind the loop)
+    assert graded_stubborn["seconds"] < STUBBORN_TIMEOUT + grade.INTERRUPT_GRACE + 20
+
+
+@pytest.mark.slow
+def test_an_answer_that_ignores_the_interrupt_is_killed_and_the_later_checks_say_so(graded_stubborn):
+    ex2, ex3 = graded_stubborn["by_file"]["stubborn_check"]
+    assert (ex2["exercise"], ex2["status"], ex2["passed"]) == ("ch01-ex2", "timeout", "0")
+    assert ex2["feedback"] == f"the check of `second_derivative` did not finish within {CHECK_TIMEOUT} s: " \
+                              "does it loop forever?"
+    assert (ex3["exercise"], ex3["status"], ex3["passed"]) == ("ch01-ex3", "timeout", "0")
+    assert ex3["feedback"] == (f"`train` could not be checked: the check of `second_derivative` ignored the "
+                               f"interrupt after {CHECK_TIMEOUT} s, so the grader stopped the kernel")
+    assert ex2["notes"] == ex3["notes"] == (f"the check of `second_derivative` ignored the interrupt after "
+                                            f"{CHECK_TIMEOUT} s, so the grader stopped the kernel")
 
 
 def test_invalid_and_missing_files_get_one_row_each(graded):

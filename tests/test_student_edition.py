@@ -5,12 +5,14 @@ The solutions are located by the line scan of the MyST sources in
 its own mistakes.
 """
 
+import ast
 import re
 
 import nbformat
 import pytest
 
 from gradlib import exercises
+from gradlib.classroom.grade import stub_fingerprint
 from tools import book
 from tools.book import ROOT
 from tools.student_edition import (CHECK_TAG, HEADER_ID, chapter_sources, main, source_notebook,
@@ -91,7 +93,11 @@ def test_check_cells_are_kept_and_tagged(md, editions):
     assert [cell.source.strip("\n") for cell in tagged] == stubs
     for cell in tagged:
         exercise, name, _ = CHECK_LINE.search(cell.source).groups()
-        assert cell.metadata["gradbook"] == {"exercise": exercise, "answer": name, "lang": lang}
+        meta = dict(cell.metadata["gradbook"])
+        stub = meta.pop("stub")  # the fingerprint of the stub the cell defines
+        assert meta == {"exercise": exercise, "answer": name, "lang": lang}
+        definition = [n for n in ast.parse(cell.source).body if getattr(n, "name", None) == name]
+        assert stub == stub_fingerprint(definition[-1]) and re.fullmatch(r"sha256:[0-9a-f]{32}", stub)
         assert cell.metadata["deletable"] is False
     untagged = [cell for cell in nb.cells if cell.cell_type == "code" and cell not in tagged]
     assert not any("exercises.check(" in cell.source for cell in untagged)
@@ -117,7 +123,10 @@ def test_header_lists_the_exercises(md, editions):
         assert "运行 → 运行所有单元格" in header.source and "notebook" not in header.source  # 笔记本
     written = re.findall(rf":label: {lang}-(ch\d\d-ex\d+)\n", md.read_text(encoding="utf-8"))
     for exercise in set(written) - set(ids):
-        assert exercise in header.source  # the exercises answered in prose are listed too
+        assert exercise in header.source  # the exercises without an automatic check are listed too
+    if set(written) - set(ids):  # some of them ask for code (fix a bug, run a measurement)
+        assert ("have no automatic check (your teacher reads them): answer each in a text or code cell below it"
+                if lang == "en" else "没有自动检查（由老师批阅）：请在各自下方的文本或代码单元格中作答") in header.source
 
 
 @pytest.mark.parametrize("md", SOURCES, ids=_id)

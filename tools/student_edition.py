@@ -12,7 +12,11 @@ included: ``tools.book.notebook``) this writes
 * the check cells (code cells calling
   ``gradlib.exercises.check("chNN-exK", answer, lang=...)``, i.e. the stubs the
   student fills in) are kept, tagged ``gradbook-check``, marked not deletable,
-  and carry ``metadata["gradbook"] = {"exercise", "answer", "lang"}``;
+  and carry ``metadata["gradbook"] = {"exercise", "answer", "lang", "stub"}``,
+  where ``stub`` is the fingerprint of the answer function's stub as the cell
+  defines it (``gradlib.classroom.grade.stub_fingerprint``), with which the
+  grader reports an untouched stub as ``not-attempted`` (absent when the cell
+  does not define the function at top level);
 * a header cell (id ``gradbook-header``) at the top says, in the notebook's
   language, which exercises to fill in (ids and function names), that the
   check cells must stay, and how to run the checks;
@@ -54,8 +58,8 @@ HEADER = {
         "fill": "Fill in these exercises; each has a code cell that defines a function and checks it:",
         "table": "| exercise | define the function |\n|---|---|",
         "none": "This chapter has no exercise with an automatic check.",
-        "written": "Answer the other exercises ({ids}) in a text cell below each one; they are not checked "
-                   "automatically.",
+        "written": "The other exercises ({ids}) have no automatic check (your teacher reads them): answer "
+                   "each in a text or code cell below it.",
         "rules": [
             "Replace the `...` in the exercise's code cell with your code; keep the function's name and "
             "arguments: the grader finds your answer by its name.",
@@ -74,7 +78,7 @@ HEADER = {
         "fill": "请完成以下练习；每道练习都有一个代码单元格，在其中定义一个函数并检查它：",
         "table": "| 练习 | 需要定义的函数 |\n|---|---|",
         "none": "本章没有可自动检查的练习。",
-        "written": "其余练习（{ids}）请在各自下方的文本单元格中作答，它们不会被自动检查。",
+        "written": "其余练习（{ids}）没有自动检查（由老师批阅）：请在各自下方的文本或代码单元格中作答。",
         "rules": [
             "把练习代码单元格中的 `...` 换成你的代码；不要改动函数名和参数：评分程序按函数名找到你的答案。",
             "**不要删除检查单元格**：即以 `gradlib.exercises.check(\"chNN-exK\", ...)` 结尾、带有 "
@@ -143,6 +147,21 @@ def _header(chapter: str, lang: str, answers: Dict[str, str], written: List[str]
     return "\n\n".join(parts)
 
 
+def _stub(source: str, name: Optional[str]) -> Optional[str]:
+    """The fingerprint of the last top-level ``def name`` in a check cell's source (None if there is none)."""
+    import ast
+
+    from gradlib.classroom.grade import stub_fingerprint
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == name]
+    return stub_fingerprint(defs[-1]) if defs else None
+
+
 def student_notebook(nb, *, lang: Optional[str] = None):
     """The student edition of a chapter notebook (an nbformat v4 node); ``nb``
     is not modified.  ``lang`` is used when the notebook's own language (from
@@ -186,6 +205,9 @@ def student_notebook(nb, *, lang: Optional[str] = None):
                 cell.metadata["deletable"] = False
                 cell.metadata["gradbook"] = {"exercise": call["exercise"], "answer": name,
                                              "lang": call["lang"] or lang}
+                stub = _stub(cell.source, name)
+                if stub is not None:
+                    cell.metadata["gradbook"]["stub"] = stub
                 answers.setdefault(call["exercise"], name)
     labels = [d.options.get("label", "") for c in nb.cells if c.cell_type == "markdown"
               for d in book.directives(c.source) if d.name in ("exercise", "exercise-start")]

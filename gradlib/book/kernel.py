@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import copy
+import inspect
 import json
 import os
 import re
@@ -115,8 +116,10 @@ class Kernel:
     outputs instead of raising ``CellExecutionError``; ``interrupt_on_timeout``
     interrupts a cell that runs past its timeout (and records
     ``error_on_timeout`` as its error) instead of raising ``CellTimeoutError``.
-    A dead kernel raises nbclient's ``DeadKernelError``.  On leaving the block
-    the kernel is shut down; if it will not stop, its process group is killed.
+    A dead kernel raises nbclient's ``DeadKernelError``.  :meth:`idle` tells
+    whether an interrupted cell has really stopped, :meth:`kill` kills the
+    kernel at once.  On leaving the block the kernel is shut down; if it will
+    not stop, its process group is killed.
     """
 
     def __init__(self, nb, *, cwd, env: Mapping[str, str], timeout: float = 600,
@@ -172,6 +175,38 @@ class Kernel:
             self.client.timeout = max(1, int(-(-timeout // 1)))
         return await self.client.async_execute_cell(self.nb.cells[index], index,
                                                     execution_count=execution_count)
+
+    async def idle(self, timeout: float) -> bool:
+        """Whether the kernel becomes idle within ``timeout`` seconds.
+
+        Sends an empty (silent) request and waits for its reply, which comes
+        only once the cell before it has ended: False when the kernel is still
+        busy after ``timeout`` (code that ignores an interrupt, or a dead kernel).
+        """
+        from queue import Empty
+
+        kc = self.client.kc
+        msg_id = kc.execute("", silent=True, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                reply = kc.shell_channel.get_msg(timeout=remaining)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+            except Empty:
+                return False
+            if (reply.get("parent_header") or {}).get("msg_id") == msg_id:
+                return True
+
+    async def kill(self) -> None:
+        """Kill the kernel now (its whole process group), then clean up; the
+        kernel cannot be used afterwards."""
+        if self.km is not None:
+            _kill(self.km)
+        await self._shutdown()
 
     async def _shutdown(self) -> None:
         km, client = self.km, self.client

@@ -3,7 +3,7 @@
 Usage::
 
     python -m gradlib.grade SUBMISSIONS... --out grades.csv
-        [--timeout 120] [--check-timeout 60] [--lang auto|en|zh] [--jobs 1]
+        [--timeout 600] [--check-timeout 60] [--lang auto|en|zh] [--jobs 1]
 
 ``--jobs N`` grades N notebooks at the same time (one kernel each);
 ``--kernel`` names the Jupyter kernel (default ``python3``).  For every
@@ -18,21 +18,31 @@ submitted ``.ipynb`` the grader
 2. executes the notebook's code cells in order in a fresh kernel (nbclient,
    errors allowed, a temporary working directory, the kernel's own
    stdout/stderr discarded).  The cells share one budget of ``--timeout``
-   seconds: the cell that is running when the budget runs out is interrupted
-   and the later cells are not run (notes column);
+   seconds (:data:`NOTEBOOK_TIMEOUT`, 600, by default: an untouched chapter 5
+   notebook alone takes about two minutes on a 2-core machine): the cell that
+   is running when the budget runs out is interrupted and the later cells are
+   not run (notes column).  A cell that ignores the interrupt (code that
+   catches KeyboardInterrupt and goes on) gets :data:`INTERRUPT_GRACE` (10)
+   seconds to stop; then the grader kills the kernel, and every exercise gets
+   status ``timeout`` with a message saying that the notebook ignored the
+   interrupt in that cell, so its answers could not be checked;
 3. in the same kernel, for every exercise of the chapter that has an
    automatic check, looks the answer up by its name
    (:func:`gradlib.exercises.answer_name`, e.g. ``second_derivative``; the
    name used in the notebook's own check cell is tried second), runs
    ``gradlib.exercises.check`` on it (at most ``--check-timeout`` seconds
-   each) and prints the :class:`~gradlib.exercises.Feedback` as JSON
-   (base64-encoded, between two copies of a random marker; also the cell's
-   value, in case the notebook replaced ``sys.stdout``), which the grader
-   parses;
-4. kills the kernel.  A watchdog kills it as well when the whole notebook
-   takes longer than its budgets (startup + ``--timeout`` + one
-   ``--check-timeout`` per exercise + 30 s), e.g. when the code ignores
-   interrupts.
+   each, :data:`CHECK_TIMEOUT` by default; a check whose answer ignores the
+   interrupt gets :data:`INTERRUPT_GRACE` seconds too, then the kernel is
+   killed and the exercises not checked yet get ``timeout``) and prints the
+   :class:`~gradlib.exercises.Feedback` as JSON (base64-encoded, between two
+   copies of a random marker; also the cell's value, in case the notebook
+   replaced ``print`` or ``sys.stdout``), which the grader parses; when the
+   answer is still the student edition's stub, the row says
+   ``not-attempted`` instead of the check's message (see below);
+4. kills the kernel.  A watchdog kills it as well, as a last resort, when
+   the whole notebook takes longer than its budgets (startup,
+   :data:`STARTUP_TIMEOUT` = 60 s, + ``--timeout`` + one ``--check-timeout``
+   per exercise + :data:`WATCHDOG_GRACE` = 30 s).
 
 A notebook need not contain the whole chapter: the answers are found by
 name, so a trimmed notebook with only the setup cell and the exercise cells
@@ -47,9 +57,19 @@ The CSV has one row per (file, exercise), in the order the files were given:
 ``lang``        the language of the messages: the notebook's (``en``/``zh``,
                 from its check cells) unless ``--lang`` forces one, English
                 when it cannot be determined;
-``status``      ``graded`` (the check ran), ``not-defined``, ``timeout``,
-                ``kernel-died``, ``no-result``, ``grader-error``,
-                ``no-exercises``, ``invalid-notebook`` or ``file-not-found``;
+``status``      ``graded`` (the check ran), ``not-attempted`` (the answer
+                function is still the student edition's stub, unchanged
+                apart from comments and spacing: 0 points, whatever the
+                check says), ``not-defined``, ``timeout`` (the notebook's
+                or the check's time ran out, or the notebook ignored the
+                interrupt and its kernel was killed), ``kernel-died``,
+                ``no-result`` (the check ran but its result never reached
+                the grader: the notebook silenced both ``print`` and
+                IPython's output display), ``grader-error`` (the grader or
+                the check itself failed, not the student's code; an answer
+                that calls ``sys.exit()`` is ``graded``, with the check's
+                message ``common.exit``), ``no-exercises``,
+                ``invalid-notebook`` or ``file-not-found``;
 ``passed``      1 or 0 (0 unless the check ran and passed);
 ``check_cell``  ``present`` or ``deleted``: whether the notebook still has the
                 check cell of that exercise;
@@ -69,6 +89,15 @@ but the answer is still graded when the notebook defines it elsewhere: the
 function, not the cell, is the student's work; filter on ``check_cell`` to
 treat it otherwise.
 
+``not-attempted`` needs the stub's fingerprint, which the student edition
+(``tools/student_edition.py``) writes into each check cell's metadata
+(``metadata["gradbook"]["stub"]``, :func:`stub_fingerprint`: a hash of the
+stub's ``def`` as :func:`ast.unparse` writes it).  The grader compares it with
+the ``def`` of the graded function that the notebook's code leaves in place
+(:func:`definition_fingerprint`, static, no kernel involved), and only for an
+answer that failed its check.  Notebooks without the fingerprint (older
+student editions, the book's own chapters) are graded as before.
+
 Exit status: 0 when the run completes (whatever the students' results), 2
 for a usage error.  Not a sandbox: the notebooks run with the grader's
 permissions, and a student who patches ``gradlib`` from the notebook can fool
@@ -84,6 +113,7 @@ import base64
 import concurrent.futures
 import csv
 import dataclasses
+import hashlib
 import json
 import math
 import re
@@ -98,6 +128,13 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 from .catalogue import LANGUAGES, Text, message, seconds_text
 
 CHECK_TAG = "gradbook-check"
+
+# The grader's budgets, in seconds (the defaults of the command line's options and of grade_file).
+NOTEBOOK_TIMEOUT = 600  # --timeout: all of a notebook's cells together
+CHECK_TIMEOUT = 60      # --check-timeout: each exercise's check
+STARTUP_TIMEOUT = 60    # a fresh kernel's start
+INTERRUPT_GRACE = 10    # an interrupted cell's time to stop before the grader kills its kernel
+WATCHDOG_GRACE = 30     # the watchdog's margin over the other budgets
 COLUMNS = ["file", "chapter", "exercise", "answer", "lang", "status", "passed",
            "check_cell", "feedback", "notes"]
 
@@ -113,6 +150,59 @@ CHAPTER_LABEL = re.compile(r"^\((?P<lang>en|zh)-(?P<chapter>ch\d\d)\)=\s*$", re.
 def _msg(key: str, lang: str, **values) -> str:
     """The grader's message ``key`` ("grade.<key>" in the catalogue), in ``lang`` (English if unknown)."""
     return message("grade." + key, lang if lang in LANGUAGES else "en", **values)
+
+
+def _count(key: str, lang: str, count: int) -> str:
+    """The grader's message ``key`` about ``count`` things: ``key + "_one"`` when there is one."""
+    return _msg(key + "_one" if count == 1 else key, lang, count=count)
+
+
+def _parse(source: str) -> Optional[ast.Module]:
+    """A code cell's source as an AST (IPython's ``%magic`` and ``!shell`` lines blanked); None if it does not parse."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def stub_fingerprint(function: ast.AST) -> str:
+    """The fingerprint of a function definition (its decorators, signature and body, as
+    :func:`ast.unparse` writes them): comments and spacing do not change it, any edit of the code does."""
+    return "sha256:" + hashlib.sha256(ast.unparse(function).encode("utf-8")).hexdigest()[:32]
+
+
+def definition_fingerprint(nb, name: str) -> Optional[str]:
+    """The :func:`stub_fingerprint` of the function ``name`` the notebook's code cells leave defined,
+    read statically: the last statement that binds ``name``, when it is a top-level ``def``.
+
+    None when the last binding is anything else (an assignment, an import, a nested ``def``, a ``for``
+    target ...) or there is none; cells that do not parse bind nothing (they never run).
+    """
+    last: Optional[str] = None
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        tree = _parse(_text(cell.get("source")))
+        if tree is None:
+            continue
+        top = {id(node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        bindings = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                fingerprint = stub_fingerprint(node) if id(node) in top else None
+            elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                fingerprint = None
+            elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+                fingerprint = None
+            elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                fingerprint = None
+            else:
+                continue
+            bindings.append(((getattr(node, "lineno", 0), getattr(node, "col_offset", 0)), fingerprint))
+        if bindings:
+            last = max(bindings, key=lambda b: b[0])[1]
+    return last
 
 
 def check_calls(source: str) -> List[Dict[str, Optional[str]]]:
@@ -170,6 +260,8 @@ class NotebookInfo:
     chapters: List[str]
     lang: Optional[str]
     checks: Dict[str, Dict[str, Any]]  # exercise id -> {"cell": index, "answer": name, "lang": ...}
+    # exercise id -> the stub_fingerprint of its answer's stub, from the check cell's metadata (student edition)
+    stubs: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def inspect_notebook(nb) -> NotebookInfo:
@@ -177,12 +269,15 @@ def inspect_notebook(nb) -> NotebookInfo:
     checks: Dict[str, Dict[str, Any]] = {}
     tagged: List[str] = []  # exercises of the check cells the student edition marked
     langs: List[str] = []
+    stubs: Dict[str, str] = {}
     for index, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
         meta = (cell.get("metadata") or {}).get("gradbook") or {}
         if isinstance(meta, dict) and isinstance(meta.get("exercise"), str):
             tagged.append(meta["exercise"])
+            if isinstance(meta.get("stub"), str):
+                stubs.setdefault(meta["exercise"], meta["stub"])
         calls = check_calls(_text(cell.get("source")))
         for call in calls:
             checks.setdefault(call["exercise"], {"cell": index, "answer": call["answer"], "lang": call["lang"]})
@@ -215,7 +310,7 @@ def inspect_notebook(nb) -> NotebookInfo:
         labels += [m.group("lang") for m in CHAPTER_LABEL.finditer(markdown)]
         if labels:
             lang = max(LANGUAGES, key=labels.count)
-    return NotebookInfo(chapters, lang, checks)
+    return NotebookInfo(chapters, lang, checks, stubs)
 
 
 def _read(path: Path, lang: str = "en"):
@@ -292,6 +387,8 @@ class _Run:
     timeout_cell: Optional[int] = None
     timeout_line: str = ""
     skipped: int = 0
+    killed_cell: Optional[int] = None   # the cell that ignored the interrupt (its kernel was killed)
+    killed_check: Optional[str] = None  # the answer whose check ignored the interrupt (its kernel was killed)
     died: Optional[str] = None
     watchdog: Optional[float] = None
     failure: Optional[str] = None
@@ -361,6 +458,10 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                 if time.monotonic() >= deadline:
                     run.timeout_cell, run.timeout_line = index + 1, _first_line(cell)
                     run.skipped = len(code_cells) - position - 1
+                    if not await kernel.idle(INTERRUPT_GRACE):  # the cell ignored the interrupt
+                        run.killed_cell = index + 1
+                        await kernel.kill()
+                        return
                     break
                 error = _error_of(cell)
                 if error and "raises-exception" not in cell.metadata.get("tags", []):
@@ -380,15 +481,19 @@ async def _run_notebook(nb, exercises_to_check: Sequence[str], names: Dict[str, 
                     run.results[exercise] = found[-1]
                 elif time.monotonic() - started >= check_timeout:
                     run.results[exercise] = {"exercise": exercise, "status": "timeout"}
+                    if not await kernel.idle(INTERRUPT_GRACE):  # the answer ignored the interrupt
+                        run.killed_check = names[exercise][0] if names[exercise] else exercise
+                        await kernel.kill()
+                        return
                 else:
                     run.results[exercise] = {"exercise": exercise, "status": "no-result"}
 
 
 # -- grading one file ---------------------------------------------------------------
 
-async def grade_file(path: Path, *, display: Optional[str] = None, timeout: float = 120,
-                     check_timeout: float = 60, lang: str = "auto", kernel_name: str = "python3",
-                     startup_timeout: float = 60) -> List[Dict[str, Any]]:
+async def grade_file(path: Path, *, display: Optional[str] = None, timeout: float = NOTEBOOK_TIMEOUT,
+                     check_timeout: float = CHECK_TIMEOUT, lang: str = "auto", kernel_name: str = "python3",
+                     startup_timeout: float = STARTUP_TIMEOUT) -> List[Dict[str, Any]]:
     """Grade one submission; return its CSV rows (dicts keyed by :data:`COLUMNS`, plus ``key``: see :func:`_row`)."""
     from gradlib import exercises
 
@@ -414,7 +519,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
         names[exercise] = [n for i, n in enumerate(candidates) if n and n not in candidates[:i]]
 
     run = _Run()
-    limit = startup_timeout + timeout + check_timeout * len(expected) + 30
+    limit = startup_timeout + timeout + check_timeout * len(expected) + WATCHDOG_GRACE
     try:
         await asyncio.wait_for(
             _run_notebook(nb, expected, names, lang, run, timeout=timeout, check_timeout=check_timeout,
@@ -424,13 +529,18 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
     except Exception as err:  # a kernel that cannot start, a broken channel ...
         run.failure = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
 
-    notes = _notes(run, lang, timeout)
+    notes = _notes(run, lang, timeout, check_timeout)
     rows = []
     for exercise in expected:
         name = names[exercise][0] if names[exercise] else ""
         values = dict(chapter=exercise.split("-")[0], exercise=exercise, answer=name, notes=notes,
                       check_cell="present" if exercise in info.checks else "deleted")
-        values.update(_outcome(run.results.get(exercise), run, name, lang, timeout, check_timeout))
+        result = run.results.get(exercise)
+        if result and result.get("status") == "graded" and result.get("passed") is not True \
+                and exercise in info.stubs \
+                and definition_fingerprint(nb, result.get("answer", name)) == info.stubs[exercise]:
+            result = dict(result, status="not-attempted")
+        values.update(_outcome(result, run, name, lang, timeout, check_timeout))
         row = _row(file, lang, **values)
         if exercise not in info.checks:
             _mark_deleted(row, exercise, lang)
@@ -451,14 +561,17 @@ def _row(file: str, lang: str, **values) -> Dict[str, Any]:
     return row
 
 
-def _notes(run: _Run, lang: str, timeout: float) -> str:
+def _notes(run: _Run, lang: str, timeout: float, check_timeout: float) -> str:
     """The notes column: what went wrong in the file as a whole."""
     notes = list(run.errors[:3])
     if len(run.errors) > 3:
-        notes.append(_msg("more_errors", lang, count=len(run.errors) - 3))
+        notes.append(_count("more_errors", lang, len(run.errors) - 3))
     if run.timeout_cell:
-        notes.append(_msg("cell_timeout", lang, cell=run.timeout_cell, line=run.timeout_line,
-                          seconds=seconds_text(timeout), skipped=run.skipped))
+        notes.append(_msg("cell_killed" if run.killed_cell else "cell_timeout", lang, cell=run.timeout_cell,
+                          line=run.timeout_line, seconds=seconds_text(timeout),
+                          skipped=_count("skipped", lang, run.skipped)))
+    if run.killed_check:
+        notes.append(_msg("check_killed", lang, name=run.killed_check, seconds=seconds_text(check_timeout)))
     if run.died:
         notes.append(_msg("kernel_died", lang, where=run.died))
     return "; ".join(notes)
@@ -470,6 +583,13 @@ def _outcome(result: Optional[Dict[str, Any]], run: _Run, name: str, lang: str, 
     if result is None:
         if run.watchdog is not None:
             return dict(status="timeout", feedback=_msg("watchdog", lang, seconds=seconds_text(run.watchdog)))
+        if run.killed_cell:
+            return dict(status="timeout", feedback=_msg("interrupt_ignored", lang, name=name, cell=run.killed_cell,
+                                                        seconds=seconds_text(timeout)))
+        if run.killed_check:
+            return dict(status="timeout", feedback=_msg("check_interrupt_ignored", lang, name=name,
+                                                        other=run.killed_check,
+                                                        seconds=seconds_text(check_timeout)))
         if run.died:
             return dict(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
         return dict(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
@@ -477,6 +597,9 @@ def _outcome(result: Optional[Dict[str, Any]], run: _Run, name: str, lang: str, 
     if status == "graded":
         return dict(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
                     feedback=Text(result.get("message", ""), result.get("key")))
+    if status == "not-attempted":
+        return dict(status="not-attempted", answer=result.get("answer", name),
+                    feedback=_msg("not_attempted", lang, name=result.get("answer", name)))
     if status == "not-defined" and run.timeout_cell:
         return dict(status="timeout", feedback=_msg("not_defined_timeout", lang, name=name,
                                                     seconds=seconds_text(timeout), cell=run.timeout_cell))
@@ -573,10 +696,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         description="Run students' notebooks headless and grade their exercises into a CSV.")
     parser.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="the students' .ipynb files")
     parser.add_argument("--out", required=True, type=Path, help="the CSV to write (one row per file and exercise)")
-    parser.add_argument("--timeout", type=_positive, default=120,
-                        help="seconds for running a notebook's cells (default 120)")
-    parser.add_argument("--check-timeout", type=_positive, default=60,
-                        help="seconds for each exercise check (default 60)")
+    parser.add_argument("--timeout", type=_positive, default=NOTEBOOK_TIMEOUT,
+                        help=f"seconds for running a notebook's cells (default {NOTEBOOK_TIMEOUT})")
+    parser.add_argument("--check-timeout", type=_positive, default=CHECK_TIMEOUT,
+                        help=f"seconds for each exercise check (default {CHECK_TIMEOUT})")
     parser.add_argument("--lang", choices=("auto",) + LANGUAGES, default="auto",
                         help="language of the messages: the notebook's (auto, English if unknown) or forced")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at the same time (default 1)")
@@ -589,7 +712,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         import nbformat  # noqa: F401
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
     except ImportError as err:
-        parser.error(f"the grader needs nbclient and nbformat ({err}); pip install nbclient nbformat")
+        parser.error(f"the grader needs nbclient, nbformat, jupyter_client and ipykernel ({err}): "
+                     "pip install \"gradlib[classroom]\"")
     try:
         KernelSpecManager().get_kernel_spec(args.kernel)
     except NoSuchKernel:

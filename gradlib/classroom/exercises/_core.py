@@ -150,8 +150,11 @@ class _Timeout(BaseException):
     """
 
 
-# Exceptions that are never turned into feedback: the reader (or the grader)
-# interrupting the kernel, ``sys.exit()``, and the check's own time limit.
+# Exceptions that the helpers (:func:`call`, :func:`to_array` ...) never turn
+# into feedback: the reader (or the grader) interrupting the kernel,
+# ``sys.exit()``, and the check's own time limit.  Only KeyboardInterrupt
+# leaves :func:`run_check`: it turns a SystemExit from the reader's code into
+# the failing feedback ``common.exit``, and the time limit into ``common.timeout``.
 PROPAGATE = (KeyboardInterrupt, SystemExit, _Timeout)
 
 
@@ -919,6 +922,11 @@ def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optio
             detail = check(answer, lang)
         except Mismatch as problem:
             return False, Text(str(problem), problem.key)
+        except SystemExit as err:  # sys.exit(), exit() or raise SystemExit in the reader's code
+            if _raised_by_check(err, check):
+                return False, message("common.check_failed", lang, error=type(err).__name__,
+                                      detail=describe(err, lang))
+            return False, message("common.exit", lang, detail=describe(err, lang))
         except PROPAGATE:
             raise
         except BaseException as err:  # a reader's object can break a check in unforeseen ways
