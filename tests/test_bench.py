@@ -280,3 +280,16 @@ def test_only_a_full_run_replaces_the_report_the_book_shows(bench, fake_repo):
     full = {**fake_results(bench), "ops": {"identity": {"seconds": 0.002, "ratio_to_identity": 1.0}}}
     bench.write_reports(full)
     assert json.loads((fake_repo / bench.LATEST).read_text(encoding="utf-8")) == full
+
+
+def test_the_graders_default_budget_is_several_times_the_longest_chapter():
+    # The teachers' guide says so: grading an untouched notebook of any chapter
+    # with the default --timeout must not run out of time on a machine like the
+    # one of the latest `make bench` (its chapter times, in the appendix), with
+    # room for a slower one and for another job on the same cores.
+    from gradlib import benchmarks
+    from gradlib.classroom import grade
+
+    chapters = benchmarks.latest()["chapters"]
+    longest = max(chapters, key=lambda page: chapters[page]["seconds"])
+    assert 3 * chapters[longest]["seconds"] <= grade.NOTEBOOK_TIMEOUT, (longest, chapters[longest])
