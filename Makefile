@@ -105,7 +105,7 @@ test: book browser colab-env
 serve: book
 	$(BIN)/python -m http.server --directory _build/html $(PORT)
 
-bench: $(STAMP)
+bench: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m tools.bench
 
 # The .ipynb twins (with the Colab install cell); the .md files are never edited.
