@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from gradlib import grade
-from gradlib.classroom.grade import _notes, _Run, definition_fingerprint, stub_fingerprint
+from gradlib.classroom.grade import _notes, _Run, _untouched, definition_fingerprint, stub_fingerprint
 from tools.notebooks import ROOT
 
 STUB = '''\
@@ -100,6 +100,27 @@ def test_a_not_attempted_row():
         assert (row["status"], row.get("passed", 0)) == ("not-attempted", 0)
         assert str(row["feedback"]).startswith(text) and row["feedback"].key == "grade.not_attempted"
     assert "``not-attempted``" in grade.__doc__
+
+
+def test_an_attempt_the_stub_replaces_is_still_an_attempt():
+    # The student drafted an answer in a cell above the untouched check cell: the stub, run later,
+    # replaces it, so the check fails on the stub; but the student did attempt it.
+    stub = fingerprint_of(STUB)
+    attempt = "def second_derivative(f, x):\n    return 9.0\n"
+    assert _untouched(notebook("import gradlib", STUB), "second_derivative", stub)
+    assert not _untouched(notebook(attempt, STUB), "second_derivative", stub)
+    assert not _untouched(notebook(STUB, attempt), "second_derivative", stub)
+    assert not _untouched(notebook("x = 1"), "second_derivative", stub)  # never defined: not-defined, not this
+
+
+def test_a_failure_of_the_check_itself_is_a_grader_error_not_the_students():
+    result = {"exercise": "ch01-ex2", "status": "graded", "answer": "second_derivative", "passed": False,
+              "message": "the check itself failed on your answer (RuntimeError: bug)", "key": "common.check_failed"}
+    row = grade._outcome(result, _Run(), "second_derivative", "en", 600, 60)
+    assert (row["status"], row.get("passed", 0)) == ("grader-error", 0)
+    assert row["feedback"].key == "common.check_failed"
+    wrong = dict(result, key="ch01.first_derivative", message="your value is 6")
+    assert grade._outcome(wrong, _Run(), "second_derivative", "en", 600, 60)["status"] == "graded"
 
 
 # -- M3: a kernel that ignored the interrupt ---------------------------------------------

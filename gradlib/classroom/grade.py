@@ -57,16 +57,18 @@ The CSV has one row per (file, exercise), in the order the files were given:
 ``lang``        the language of the messages: the notebook's (``en``/``zh``,
                 from its check cells) unless ``--lang`` forces one, English
                 when it cannot be determined;
-``status``      ``graded`` (the check ran), ``not-attempted`` (the answer
-                function is still the student edition's stub, unchanged
-                apart from comments and spacing: 0 points, whatever the
-                check says), ``not-defined``, ``timeout`` (the notebook's
-                or the check's time ran out, or the notebook ignored the
-                interrupt and its kernel was killed), ``kernel-died``,
-                ``no-result`` (the check ran but its result never reached
-                the grader: the notebook silenced both ``print`` and
-                IPython's output display), ``grader-error`` (the grader or
-                the check itself failed, not the student's code; an answer
+``status``      ``graded`` (the check ran), ``not-attempted`` (every
+                definition of the answer function in the notebook is the
+                student edition's stub, unchanged apart from comments and
+                spacing, and the check failed: 0 points),
+                ``not-defined``, ``timeout`` (the notebook's or the check's
+                time ran out, or the notebook ignored the interrupt and its
+                kernel was killed), ``kernel-died``, ``no-result`` (the
+                check ran but its result never reached the grader: the
+                notebook silenced both ``print`` and IPython's output
+                display), ``grader-error`` (the grader or the check itself
+                failed, not the student's code: a check that raised, message
+                ``common.check_failed``, is one; an answer
                 that calls ``sys.exit()`` is ``graded``, with the check's
                 message ``common.exit``), ``no-exercises``,
                 ``invalid-notebook`` or ``file-not-found``;
@@ -172,14 +174,12 @@ def stub_fingerprint(function: ast.AST) -> str:
     return "sha256:" + hashlib.sha256(ast.unparse(function).encode("utf-8")).hexdigest()[:32]
 
 
-def definition_fingerprint(nb, name: str) -> Optional[str]:
-    """The :func:`stub_fingerprint` of the function ``name`` the notebook's code cells leave defined,
-    read statically: the last statement that binds ``name``, when it is a top-level ``def``.
-
-    None when the last binding is anything else (an assignment, an import, a nested ``def``, a ``for``
-    target ...) or there is none; cells that do not parse bind nothing (they never run).
+def binding_fingerprints(nb, name: str) -> List[Optional[str]]:
+    """Every statement of the notebook's code cells that binds ``name``, in order, as the
+    :func:`stub_fingerprint` of a top-level ``def`` or None for any other binding (an assignment, an
+    import, a nested ``def``, a ``for`` target ...); cells that do not parse bind nothing (they never run).
     """
-    last: Optional[str] = None
+    found: List[Optional[str]] = []
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
@@ -200,9 +200,26 @@ def definition_fingerprint(nb, name: str) -> Optional[str]:
             else:
                 continue
             bindings.append(((getattr(node, "lineno", 0), getattr(node, "col_offset", 0)), fingerprint))
-        if bindings:
-            last = max(bindings, key=lambda b: b[0])[1]
-    return last
+        found.extend(fingerprint for _, fingerprint in sorted(bindings, key=lambda b: b[0]))
+    return found
+
+
+def definition_fingerprint(nb, name: str) -> Optional[str]:
+    """The :func:`stub_fingerprint` of the function ``name`` the notebook's code cells leave defined,
+    read statically: the last statement that binds ``name``, when it is a top-level ``def``.
+
+    None when the last binding is anything else (an assignment, an import, a nested ``def``, a ``for``
+    target ...) or there is none; cells that do not parse bind nothing (they never run).
+    """
+    found = binding_fingerprints(nb, name)
+    return found[-1] if found else None
+
+
+def _untouched(nb, name: str, stub: str) -> bool:
+    """The notebook binds ``name`` only to the stub: not an attempt anywhere (an attempt in a cell
+    above the stub's, which the stub then replaces, is still an attempt)."""
+    found = binding_fingerprints(nb, name)
+    return bool(found) and all(fingerprint == stub for fingerprint in found)
 
 
 def check_calls(source: str) -> List[Dict[str, Optional[str]]]:
@@ -538,7 +555,7 @@ async def grade_file(path: Path, *, display: Optional[str] = None, timeout: floa
         result = run.results.get(exercise)
         if result and result.get("status") == "graded" and result.get("passed") is not True \
                 and exercise in info.stubs \
-                and definition_fingerprint(nb, result.get("answer", name)) == info.stubs[exercise]:
+                and _untouched(nb, result.get("answer", name), info.stubs[exercise]):
             result = dict(result, status="not-attempted")
         values.update(_outcome(result, run, name, lang, timeout, check_timeout))
         row = _row(file, lang, **values)
@@ -594,6 +611,9 @@ def _outcome(result: Optional[Dict[str, Any]], run: _Run, name: str, lang: str, 
             return dict(status="kernel-died", feedback=_msg("kernel_died", lang, where=run.died))
         return dict(status="grader-error", feedback=_msg("grader_error", lang, error=run.failure or "?"))
     status = result["status"]
+    if status == "graded" and result.get("key") == "common.check_failed":  # a bug of the check, not the answer's
+        return dict(status="grader-error", answer=result.get("answer", name),
+                    feedback=Text(result.get("message", ""), result.get("key")))
     if status == "graded":
         return dict(status="graded", answer=result.get("answer", name), passed=int(result.get("passed") is True),
                     feedback=Text(result.get("message", ""), result.get("key")))

@@ -35,9 +35,9 @@ def check(exercise_id: str, answer, *, lang: str = "en", timeout: Optional[float
     ``lang`` ("en" or "zh").  Never raises because of the answer: an answer
     that raises (any exception, BaseException subclasses included), returns
     None, NaN, a wrong shape or dtype, or is not a function gets a failing
-    Feedback that says so; an answer that calls ``sys.exit()`` (or
-    ``exit()``, or raises SystemExit) gets the failing Feedback
-    ``common.exit``.  One exception propagates on purpose:
+    Feedback that says so; an answer that calls ``sys.exit()`` (or raises
+    SystemExit) gets the failing Feedback ``common.exit`` (in a Jupyter
+    kernel the builtin ``exit()`` raises nothing: it shuts the kernel down).  One exception propagates on purpose:
     KeyboardInterrupt (the reader, or the grader, interrupting the kernel).
 
     ``timeout`` bounds the whole check in seconds (every call the check makes

@@ -922,7 +922,7 @@ def run_check(exercise_id: str, answer: Any, *, lang: str = "en", timeout: Optio
             detail = check(answer, lang)
         except Mismatch as problem:
             return False, Text(str(problem), problem.key)
-        except SystemExit as err:  # sys.exit(), exit() or raise SystemExit in the reader's code
+        except SystemExit as err:  # sys.exit() or raise SystemExit in the reader's code
             if _raised_by_check(err, check):
                 return False, message("common.check_failed", lang, error=type(err).__name__,
                                       detail=describe(err, lang))
