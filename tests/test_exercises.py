@@ -20,8 +20,6 @@ from gradlib.classroom.exercises import ch01
 # test_classroom_wrong_answers.py; the tests below take those they look at more closely from there.
 
 
-
-
 def nested_tapes(f, x, unconnected=tf.UnconnectedGradients.ZERO):
     x = tf.convert_to_tensor(x, tf.float32)
     with tf.GradientTape() as outer:

@@ -25,8 +25,6 @@ from gradlib.classroom.exercises import ch03
 # both languages, by test_classroom_wrong_answers.py; the tests below take those they use again from there.
 
 
-
-
 # -- ch03-ex1 ------------------------------------------------------------------
 
 clip_grad = reference("ch03-ex1")  # the chapter's own solution

@@ -23,8 +23,6 @@ from gradlib.classroom.exercises.ch04 import _levels, _logaddexp_value, _quantiz
 # to assert what the key cannot show.
 
 
-
-
 # -- ch04-ex1: fake_quant ----------------------------------------------------------
 
 fake_quant = reference("ch04-ex1")  # the chapter's own solution

@@ -23,8 +23,6 @@ from gradlib.classroom.exercises.ch05 import _clipped, _dorefa_with_max, _mean_a
 # to assert what the key cannot show.
 
 
-
-
 # -- reference solutions (as in the chapter) and variants -------------------------
 
 binary_sign = reference("ch05-ex1")  # the chapter's own solution

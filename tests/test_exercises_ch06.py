@@ -23,8 +23,6 @@ from gradlib.classroom.exercises import ch06
 # them from there (``declared``) where they assert more than the key.
 
 
-
-
 # -- reference solutions (as in the chapter) and variants -------------------------
 
 @tf.custom_gradient
