@@ -5,7 +5,8 @@ available as ``gradlib.NAME``.  ``import gradlib`` loads the gradient tools
 only (ops, checks, graph mode, curves, the explorer, log capture); the book's
 runtime (:mod:`gradlib.book`: progress, tables, benchmarks), the classroom
 (:mod:`gradlib.classroom`: exercises, grader) and the chapter experiments
-(``dann``, ``data``, ``experiments``) load on first use (PEP 562).
+(``dann``, ``data``, ``experiments``) and the Keras layers and callbacks
+(:mod:`gradlib.layers`) load on first use (PEP 562).
 """
 
 import importlib
@@ -49,7 +50,7 @@ from .explorer import Explorer, explore, plot_curves
 from .graph import register_gradient, run_graph
 from .logs import captured_tf_warnings
 from .reversal import GradientReversal, gradient_reversal
-from .ste import SIGN_SURROGATES, dorefa_quantize, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
+from .ste import SIGN_SURROGATES, dorefa_quantize, dorefa_weights, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
 from .tricks import straight_through
 
 try:
@@ -67,11 +68,20 @@ _LAZY = {
     "dann": ("gradlib.dann", None),
     "data": ("gradlib.data", None),
     "experiments": ("gradlib.experiments", None),
+    "layers": ("gradlib.layers", None),
+    "QUANTIZERS": ("gradlib.layers", "QUANTIZERS"),
+    "Quantizer": ("gradlib.layers", "Quantizer"),
+    "QuantizedDense": ("gradlib.layers", "QuantizedDense"),
+    "ReversalSchedule": ("gradlib.layers", "ReversalSchedule"),
 }
 
 __all__ = [
     "Explorer",
     "GradientReversal",
+    "QUANTIZERS",
+    "Quantizer",
+    "QuantizedDense",
+    "ReversalSchedule",
     "SIGN_SURROGATES",
     "UntestedTensorFlowWarning",
     "benchmarks",
@@ -83,11 +93,13 @@ __all__ = [
     "dann",
     "data",
     "dorefa_quantize",
+    "dorefa_weights",
     "exercises",
     "experiments",
     "explore",
     "glue",
     "gradient_reversal",
+    "layers",
     "markdown_table",
     "plot_curves",
     "progress",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -68,7 +69,8 @@ def gradient_reversal(x, lam=1.0):
     return _reverse(x, lam_t)
 
 
-class GradientReversal(tf.keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="gradlib")
+class GradientReversal(keras.layers.Layer):
     r"""Keras layer for :func:`gradient_reversal`.
 
     :math:`\lambda` is a non-trainable scalar weight (``layer.lam``); a
@@ -97,7 +99,7 @@ class GradientReversal(tf.keras.layers.Layer):
                              f"which is {stored} in {self.variable_dtype}")
         self._initial_lam = float(lam)
         self.lam = self.add_weight(name="lam", shape=(), trainable=False,
-                                   initializer=tf.keras.initializers.Constant(self._initial_lam))
+                                   initializer=keras.initializers.Constant(self._initial_lam))
 
     def call(self, inputs):
         return gradient_reversal(float_tensor(inputs, "inputs"), tf.convert_to_tensor(self.lam))

@@ -16,6 +16,7 @@ from ._validate import float_tensor, integer, real_number
 __all__ = [
     "SIGN_SURROGATES",
     "dorefa_quantize",
+    "dorefa_weights",
     "sign_with_surrogate",
     "ste_round",
     "ste_sign",
@@ -208,6 +209,38 @@ def dorefa_quantize(x, bits: int):
     levels = float(2 ** integer(bits, "bits") - 1)
     return _with_derivative(x, lambda v: tf.round(tf.clip_by_value(v, 0.0, 1.0) * levels) / levels,
                             lambda v: tf.cast((v >= 0) & (v <= 1), v.dtype))
+
+
+def dorefa_weights(x, bits: int = 2):
+    r"""DoReFa-Net k-bit weight quantization (:math:`k \ge 2`): :math:`2^k` levels in :math:`[-1, 1]`.
+
+    Forward, with :math:`q_k(u) = \operatorname{round}((2^k - 1)\,u) / (2^k - 1)`:
+
+    .. math:: y = 2\, q_k\!\left(\frac{\tanh x}{2 \max_j |\tanh x_j|} + \frac12\right) - 1
+
+    (one maximum over the whole tensor; an all-zero tensor gives
+    :math:`q_k(1/2)`, with no division by zero).
+
+    Backward: straight through :math:`q_k` only,
+    :math:`\partial q_k(u)/\partial u := 1`; the normalisation by
+    :math:`\tanh` and by the maximum is differentiated as written, so the
+    element holding the maximum also receives a term through it.  For
+    :math:`k = 1` the paper uses :math:`\operatorname{sign}(x)\,E(|x|)`,
+    which is :func:`xnor_binarize`.
+
+    Reference: S. Zhou, Y. Wu, Z. Ni, X. Zhou, H. Wen, Y. Zou, *DoReFa-Net*,
+    arXiv:1606.06160, 2016, §2.3, eq. (9).
+
+    Raises:
+        TypeError: ``x`` is not a floating tensor.
+        ValueError: ``bits`` is not an integer from 2 to 16.
+    """
+    x = float_tensor(x, "x")
+    levels = float(2 ** integer(bits, "bits", minimum=2, maximum=16) - 1)
+    t = tf.tanh(x)
+    u = tf.math.divide_no_nan(t, 2 * tf.reduce_max(tf.abs(t))) + 0.5
+    q = _with_derivative(u, lambda v: tf.round(v * levels) / levels, _identity_derivative)
+    return 2 * q - 1
 
 
 # -- surrogate gradients for sign --------------------------------------------
