@@ -32,7 +32,7 @@ import tensorflow as tf
 from . import _validate
 from ._validate import callable_arg, flag, float_tensor, integer, real_number
 from .book.progress import progress as _progress
-from .ste import dorefa_quantize, ste_sign
+from .ste import dorefa_quantize, dorefa_weights, ste_sign
 
 __all__ = ["KINDS", "digits_experiment", "load_digits_split", "quantize_activations", "quantize_weights"]
 
@@ -62,7 +62,7 @@ def quantize_weights(w, kind: str, bits: int = 2, ste: bool = True) -> tf.Tensor
       :math:`\pm 1`.
     * ``"kbit"``: DoReFa's k-bit weights
       :math:`2\, q_k\!\left(\frac{\tanh w}{2 \max|\tanh w|} + \frac12\right) - 1`,
-      with :math:`q_k` = :func:`gradlib.dorefa_quantize`; values in :math:`[-1, 1]`.
+      (:func:`gradlib.dorefa_weights`, with :math:`q_k` = :func:`gradlib.dorefa_quantize`); values in :math:`[-1, 1]`.
 
     With ``ste=False`` the forward value is the same and the gradient is
     stopped (``None`` for ``w``).
@@ -77,8 +77,7 @@ def quantize_weights(w, kind: str, bits: int = 2, ste: bool = True) -> tf.Tensor
     if kind == "binary":
         q = ste_sign(w, clip=1.0)
     else:
-        t = tf.tanh(w)
-        q = 2.0 * dorefa_quantize(t / (2.0 * tf.reduce_max(tf.abs(t))) + 0.5, bits) - 1.0
+        q = dorefa_weights(w, bits)
     return q if ste else tf.stop_gradient(q)
 
 

@@ -212,7 +212,7 @@ def dorefa_quantize(x, bits: int):
 
 
 def dorefa_weights(x, bits: int = 2):
-    r"""DoReFa-Net k-bit weight quantization (:math:`k \ge 2`): :math:`2^k` levels in :math:`[-1, 1]`.
+    r"""DoReFa-Net k-bit weight quantization: :math:`2^k` levels in :math:`[-1, 1]`.
 
     Forward, with :math:`q_k(u) = \operatorname{round}((2^k - 1)\,u) / (2^k - 1)`:
 
@@ -221,26 +221,28 @@ def dorefa_weights(x, bits: int = 2):
     (one maximum over the whole tensor; an all-zero tensor gives
     :math:`q_k(1/2)`, with no division by zero).
 
-    Backward: straight through :math:`q_k` only,
-    :math:`\partial q_k(u)/\partial u := 1`; the normalisation by
+    Backward: straight through :math:`q_k` only (:func:`dorefa_quantize`,
+    whose derivative is 1 on :math:`[0, 1]`, where :math:`u` lies); the normalisation by
     :math:`\tanh` and by the maximum is differentiated as written, so the
-    element holding the maximum also receives a term through it.  For
-    :math:`k = 1` the paper uses :math:`\operatorname{sign}(x)\,E(|x|)`,
-    which is :func:`xnor_binarize`.
+    element holding the maximum also receives a term through it.  The
+    formula is the paper's for :math:`k \ge 2`; it runs for :math:`k = 1`
+    too (values :math:`\pm 1`, and :math:`-1` at :math:`x = 0`, since
+    ``tf.round`` takes :math:`1/2` to 0), but for 1-bit weights the paper uses
+    :math:`\operatorname{sign}(x)\,E(|x|)`, which is :func:`xnor_binarize`.
 
     Reference: S. Zhou, Y. Wu, Z. Ni, X. Zhou, H. Wen, Y. Zou, *DoReFa-Net*,
     arXiv:1606.06160, 2016, §2.3, eq. (9).
 
     Raises:
         TypeError: ``x`` is not a floating tensor.
-        ValueError: ``bits`` is not an integer from 2 to 16.
+        ValueError: ``bits`` is not a positive integer.
     """
     x = float_tensor(x, "x")
-    levels = float(2 ** integer(bits, "bits", minimum=2, maximum=16) - 1)
+    bits = integer(bits, "bits")
     t = tf.tanh(x)
-    u = tf.math.divide_no_nan(t, 2 * tf.reduce_max(tf.abs(t))) + 0.5
-    q = _with_derivative(u, lambda v: tf.round(v * levels) / levels, _identity_derivative)
-    return 2 * q - 1
+    # u lies in [0, 1], where dorefa_quantize is q_k with the straight-through derivative 1
+    u = tf.math.divide_no_nan(t, 2.0 * tf.reduce_max(tf.abs(t))) + 0.5
+    return 2.0 * dorefa_quantize(u, bits) - 1.0
 
 
 # -- surrogate gradients for sign --------------------------------------------

@@ -216,6 +216,13 @@ def test_ex2_the_experiment_quantizer_is_refused_by_name():
     assert experiments.quantize_weights.__qualname__ == "quantize_weights"  # not the check's wrapper
 
 
+def test_ex2_gradlibs_own_dorefa_weights_is_refused_by_name():
+    feedback = exercises.check("ch05-ex2", wrong_answer("ch05-ex2", "gradlib.dorefa_weights"))
+    assert not feedback.passed
+    assert feedback.key == "ch05.library_call" and "gradlib.dorefa_weights" in feedback.message
+    assert gradlib.dorefa_weights.__qualname__ == "dorefa_weights"  # not the check's wrapper
+
+
 def test_ex2_a_stopped_maximum_is_accepted_and_named():
     feedback = exercises.check("ch05-ex2", dorefa_weights_stopped_max)
     assert feedback.passed, feedback.message

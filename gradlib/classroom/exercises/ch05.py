@@ -38,7 +38,8 @@ at w = 0 TensorFlow's d|w|/dw is 0, which hides the product rule's coupling.
 Ex1 and ex2 ask the reader to write what the library already has: while
 such a check runs, :func:`library_calls` (``_core``) wraps ``ste_sign`` and
 ``sign_with_surrogate`` on both ``gradlib`` and ``gradlib.ste`` (ex1), and
-``gradlib.experiments.quantize_weights`` (ex2), as attributes of their
+``gradlib.experiments.quantize_weights`` and ``dorefa_weights`` on ``gradlib`` and
+``gradlib.ste`` (ex2), as attributes of their
 modules, and an answer that calls one of them through its module is told
 so.  An answer that imported the function under another name before the
 check (``from gradlib import ste_sign as s``) is not caught.
@@ -309,7 +310,7 @@ DOREFA = WholeTensor(
     gradient_hint=lambda lang, w, g, bad, i, params: message(
         "ch05." + ("dorefa_max" if i == int(np.argmax(np.abs(w))) else "dorefa_gradient"), lang))
 
-EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"),)
+EX2_LIBRARY = (("gradlib.experiments", "quantize_weights"), ("gradlib", "dorefa_weights"), ("gradlib.ste", "dorefa_weights"))
 
 
 def _dorefa_with_max(maximum, affine=True):
@@ -348,6 +349,11 @@ def _dorefa_library(w, bits):  # the experiment's quantizer, which the exercise 
     return experiments.quantize_weights(w, "kbit", bits)
 
 
+def _dorefa_gradlib(w, bits):  # gradlib's op, the same function
+    import gradlib
+    return gradlib.dorefa_weights(w, bits)
+
+
 @exercise("ch05-ex2", answer="dorefa_weights", wrong_answers=[
     ("no straight-through", _dorefa_round, "ch05.no_gradient"),
     ("straight through the whole quantizer", _dorefa_whole, "ch05.dorefa_identity"),
@@ -358,6 +364,7 @@ def _dorefa_library(w, bits):  # the experiment's quantizer, which the exercise 
      "ch05.dorefa_affine"),
     ("2^bits steps", _dorefa_pow2_steps, "ch05.dorefa_levels"),
     ("experiments.quantize_weights", _dorefa_library, "ch05.library_call"),
+    ("gradlib.dorefa_weights", _dorefa_gradlib, "ch05.library_call"),
 ])
 def check_dorefa_weights(answer, lang):
     with library_calls(EX2_LIBRARY) as calls:
