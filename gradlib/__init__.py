@@ -46,7 +46,7 @@ from . import _compat  # noqa: E402,F401  (checks the TensorFlow version first)
 from ._compat import UntestedTensorFlowWarning
 from .autodiff import curves, value_and_grad
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
-from .explorer import Explorer, explore, plot_curves
+from .explorer import Explorer, PanelExplorer, explore, explore_panels, plot_curves
 from .graph import register_gradient, run_graph
 from .logs import captured_tf_warnings
 from .reversal import GradientReversal, gradient_reversal
@@ -78,6 +78,7 @@ _LAZY = {
 __all__ = [
     "Explorer",
     "GradientReversal",
+    "PanelExplorer",
     "QUANTIZERS",
     "Quantizer",
     "QuantizedDense",
@@ -97,6 +98,7 @@ __all__ = [
     "exercises",
     "experiments",
     "explore",
+    "explore_panels",
     "glue",
     "gradient_reversal",
     "layers",

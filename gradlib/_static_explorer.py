@@ -22,11 +22,12 @@ import numpy as np
 from . import _explorer_format as fmt
 from ._explorer_format import HEIGHT, PANELS, SIGNIFICANT, WIDTH
 
-TITLES = ("y = f(x)", "∂y/∂x")
 GREEK = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "lambda": "λ",
-    "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "phi": "φ", "omega": "ω",
+    "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "phi": "φ", "omega": "ω", "partial": "∂",
 }
+# The curve explorer's panel titles as the page has always written them.
+PLAIN_TITLES = {r"$y = f(x)$": "y = f(x)", r"$\partial y / \partial x$": "∂y/∂x"}
 
 def plain_label(label: str) -> str:
     """A TeX-ish label such as ``r"$\\beta$"`` as plain Unicode text (``β``)."""
@@ -88,11 +89,13 @@ def render(explorer, element_id: str) -> str:
             widget = f'<select {fmt.CONTROL}="{i}" aria-label="{label}">{choices}</select>'
         controls.append(f'<label class="gbx-control"><span class="gbx-label">{label}</span>{widget}</label>')
 
+    titles = [html.escape(PLAIN_TITLES.get(t, plain_label(t))) for t in explorer.titles]
+    described = "forward and backward curves" if tuple(explorer.titles) == tuple(PLAIN_TITLES) else " | ".join(titles)
     svg = [f'<svg class="gbx-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-           f'aria-label="forward and backward curves">']
+           f'aria-label="{described}">']
     for p, panel in enumerate(PANELS):
         left, top, w, h = panel["left"], panel["top"], panel["width"], panel["height"]
-        svg.append(f'<text class="gbx-title" x="{left + w / 2}" y="{top - 12}" text-anchor="middle">{TITLES[p]}</text>')
+        svg.append(f'<text class="gbx-title" x="{left + w / 2}" y="{top - 12}" text-anchor="middle">{titles[p]}</text>')
         svg.append(f'<rect class="gbx-frame" x="{left}" y="{top}" width="{w}" height="{h}"/>')
         for axis, (lo, hi) in (("x", xlim), ("y", ylims[p])):
             for t in _ticks(lo, hi):
@@ -104,7 +107,7 @@ def render(explorer, element_id: str) -> str:
                     py = top + (1 - (t - lo) / (hi - lo)) * h
                     svg.append(f'<line class="gbx-grid{" gbx-zero" if t == 0 else ""}" x1="{left}" y1="{py:.1f}" x2="{left + w}" y2="{py:.1f}"/>')
                     svg.append(f'<text class="gbx-tick" x="{left - 6}" y="{py + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
-        svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle">x</text>')
+        svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle">{html.escape(plain_label(explorer.xlabel))}</text>')
         points = fmt.points(xs, all_frames[key][p], panel, xlim, ylims[p])
         svg.append(f'<polyline class="gbx-curve {fmt.CURVES[p]}" points="{points}"/>')
     svg.append("</svg>")

@@ -27,7 +27,7 @@ from ._explorer_format import SIGNIFICANT
 from ._validate import callable_arg
 from .autodiff import curves
 
-__all__ = ["explore", "Explorer", "plot_curves"]
+__all__ = ["explore", "explore_panels", "Explorer", "PanelExplorer", "plot_curves"]
 
 
 _STATIC_COUNT = 0  # numbers the explorers of one page (one kernel) in order
@@ -85,12 +85,15 @@ def plot_curves(fn: Callable, x, *, axes=None, label: Optional[str] = None, **li
     return axes
 
 
-def _style_axes(axes) -> None:
+CURVE_TITLES = (r"$y = f(x)$", r"$\partial y / \partial x$")
+
+
+def _style_axes(axes, titles: Sequence[str] = CURVE_TITLES, xlabel: str = r"$x$") -> None:
     # A fixed title position spares matplotlib re-placing titles on every draw.
-    axes[0].set_title(r"$y = f(x)$", y=1.02)
-    axes[1].set_title(r"$\partial y / \partial x$", y=1.02)
+    for ax, title in zip(axes, titles):
+        ax.set_title(title, y=1.02)
     for ax in axes:
-        ax.set_xlabel(r"$x$")
+        ax.set_xlabel(xlabel)
         ax.axhline(0, color="0.8", lw=0.8, zorder=0)
         ax.axvline(0, color="0.8", lw=0.8, zorder=0)
 
@@ -101,6 +104,9 @@ class Explorer:
     ``update(**values)`` recomputes and redraws; ``data()`` returns the arrays
     currently plotted, so tests can check that a control changes the curve.
     """
+
+    titles: Tuple[str, str] = CURVE_TITLES  # of the two panels, TeX (matplotlib) or plain text
+    xlabel: str = r"$x$"
 
     def __init__(self, family: Callable[..., Callable], x, controls: Mapping[str, Sequence],
                  defaults: Optional[Mapping[str, Any]] = None,
@@ -197,7 +203,7 @@ class Explorer:
             FigureCanvasAgg(fig)
             axes = fig.subplots(1, 2)
             fig.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.8, wspace=0.22)
-            _style_axes(axes)
+            _style_axes(axes, self.titles, self.xlabel)
             for ax, ylim in zip(axes, self.limits()):
                 ax.set_xlim(float(self.x.min()), float(self.x.max()))
                 ax.set_ylim(*ylim)
@@ -323,3 +329,61 @@ def explore(family: Callable[..., Callable], x, controls: Mapping[str, Sequence]
             holds a non-finite value or fewer than two different points.
     """
     return Explorer(family, x, controls, defaults=defaults, labels=labels)
+
+
+class PanelExplorer(Explorer):
+    """Two panels of any curves over one shared axis: ``compute(**values)`` returns ``(left, right)``.
+
+    The same controls, live widgets and kernel-free page as :class:`Explorer`;
+    the curves come from ``compute`` instead of a function and its
+    TensorFlow derivative (a training run's loss and another of its
+    measurements per epoch, say).  ``titles`` and ``xlabel`` name the panels
+    and the shared axis; keep them language-neutral (math), since one figure
+    serves both editions.
+    """
+
+    def __init__(self, compute: Callable[..., Tuple[Any, Any]], x, controls: Mapping[str, Sequence], *,
+                 titles: Sequence[str], xlabel: str, defaults: Optional[Mapping[str, Any]] = None,
+                 labels: Optional[Mapping[str, str]] = None):
+        callable_arg(compute, "compute")
+        titles = tuple(titles) if not isinstance(titles, str) else ()
+        if len(titles) != 2 or not all(isinstance(t, str) for t in titles):
+            raise ValueError(f"`titles` must be two strings, one per panel; got {titles!r}")
+        if not isinstance(xlabel, str):
+            raise TypeError(f"`xlabel` must be a string; got {type(xlabel).__name__}")
+        self.titles, self.xlabel = titles, xlabel
+        self._panels = compute
+        super().__init__(compute, x, controls, defaults=defaults, labels=labels)
+
+    def _compute(self, values):
+        result = self._panels(**values)
+        try:
+            left, right = result
+        except (TypeError, ValueError):
+            raise ValueError(f"`compute` must return two curves (left, right); got {type(result).__name__}") from None
+        curves = []
+        for name, curve in (("left", left), ("right", right)):
+            curve = np.asarray(curve, dtype=np.float64)
+            if curve.shape != self.x.shape:
+                raise ValueError(f"`compute` returned a {name} curve of shape {list(curve.shape)}; "
+                                 f"it must have one value per point of `x`, shape {list(self.x.shape)}")
+            curves.append(curve)
+        return tuple(curves)
+
+
+def explore_panels(compute: Callable[..., Tuple[Any, Any]], x, controls: Mapping[str, Sequence], *,
+                   titles: Sequence[str], xlabel: str, defaults: Optional[Mapping[str, Any]] = None,
+                   labels: Optional[Mapping[str, str]] = None) -> PanelExplorer:
+    r"""Two panels of curves computed for the control values, e.g. a training run's measurements per epoch.
+
+    ``compute(**values)`` returns ``(left, right)``, each with one value per
+    point of ``x`` (NaN leaves a gap).  Every combination of control values
+    is computed once and kept, live and in the built book alike, so each may
+    cost a short training run.
+
+    Raises:
+        TypeError: ``compute`` is not callable, or ``xlabel`` not a string.
+        ValueError: as :func:`explore`; ``titles`` is not two strings; or
+            ``compute`` returns something other than two curves shaped like ``x``.
+    """
+    return PanelExplorer(compute, x, controls, titles=titles, xlabel=xlabel, defaults=defaults, labels=labels)

@@ -158,3 +158,52 @@ def test_glue_displays_for_myst_nb_only_while_building(monkeypatch):
     (obj, kwargs), = shown
     assert obj == {GLUE_PREFIX + "text/plain": "7"} and kwargs["raw"] is True
     assert kwargs["metadata"] == {"scrapbook": {"name": "count", "mime_prefix": GLUE_PREFIX}}
+
+
+# -- explore_panels: any two curves over one axis ---------------------------------------------------
+
+def _panels(calls):
+    def compute(rate, kind):
+        calls.append((rate, kind))
+        epochs = np.arange(1, 6, dtype=float)
+        scale = 2.0 if kind == "b" else 1.0
+        return scale * np.exp(-rate * epochs), np.where(epochs > 3, np.nan, rate * epochs)
+    return compute
+
+
+def test_explore_panels_computes_each_combination_once_and_plots_what_compute_returns():
+    calls = []
+    explorer = gradlib.explore_panels(_panels(calls), np.arange(1, 6), {"rate": [0.1, 0.5], "kind": ["a", "b"]},
+                                      titles=(r"$L$", r"$\lambda$"), xlabel=r"$t$", defaults={"kind": "b"})
+    x, left, right = explorer.data()
+    np.testing.assert_allclose(left, 2.0 * np.exp(-0.1 * x))
+    assert np.isnan(right[-1]) and right[0] == pytest.approx(0.1)
+    frames = explorer.frames()
+    assert len(frames) == 4 and sorted(calls) == sorted(set(calls))  # each once
+    explorer.update(rate=0.5)
+    np.testing.assert_allclose(explorer.data()[1], 2.0 * np.exp(-0.5 * x))
+    assert len(calls) == 4 + 1  # update recomputes the shown frame, as Explorer.update does
+
+
+def test_explore_panels_static_page_names_its_panels_and_axis():
+    explorer = gradlib.explore_panels(_panels([]), np.arange(1, 6), {"rate": [0.1, 0.5], "kind": ["a", "b"]},
+                                      titles=(r"$L$", r"$\lambda$"), xlabel=r"$t$")
+    page = explorer.static_html()
+    assert '>L</text>' in page and '>λ</text>' in page and '>t</text>' in page
+    assert 'aria-label="L | λ"' in page
+    assert '"0,1"' in page and '"1,1"' in page  # every frame is on the page
+    curve_page = gradlib.explore(lambda a: lambda v: a * v, np.linspace(-1, 1, 5), {"a": [1, 2]}).static_html()
+    assert ">∂y/∂x</text>" in curve_page and 'aria-label="forward and backward curves"' in curve_page
+
+
+@pytest.mark.parametrize("compute, titles, error, match", [
+    (lambda rate: np.ones(5), ("a", "b"), ValueError, "two curves"),
+    (lambda rate: (np.ones(4), np.ones(5)), ("a", "b"), ValueError, "left curve of shape"),
+    (lambda rate: (np.ones(5), np.ones((5, 1))), ("a", "b"), ValueError, "right curve of shape"),
+    (lambda rate: (np.ones(5), np.ones(5)), ("a",), ValueError, "titles"),
+    (lambda rate: (np.ones(5), np.ones(5)), "ab", ValueError, "titles"),
+    (3, ("a", "b"), TypeError, "compute"),
+])
+def test_explore_panels_bad_input(compute, titles, error, match):
+    with pytest.raises(error, match=match):
+        gradlib.explore_panels(compute, np.arange(5), {"rate": [1, 2]}, titles=titles, xlabel="t")
