@@ -29,7 +29,7 @@ help:
 	@echo "make colab-env  create .venv-colab: Colab's packages on TensorFlow 2.19, without gradlib"
 	@echo "make browser    install Debian's Chromium for the browser tests (apt-get, as root)"
 	@echo "make serve      preview the built site on http://localhost:$(PORT)"
-	@echo "make bench      time cold/warm builds and each chapter against the import floor"
+	@echo "make bench      time builds and chapters against the import floor, the ops (eager, tf.function, XLA), a quantized layer and larq"
 	@echo "make notebooks  regenerate the .ipynb twins of chapters/*/*.md"
 	@echo "make student    write the student edition (no solutions) to _build/student"
 	@echo "make grade SUBMISSIONS='hw/*.ipynb' [OUT=grades.csv] [JOBS=2]  run and grade students' notebooks"
@@ -105,7 +105,19 @@ test: book browser colab-env
 serve: book
 	$(BIN)/python -m http.server --directory _build/html $(PORT)
 
-bench: $(STAMP) $(NODE_STAMP)
+# larq, for the bench's comparison with gradlib's ste_sign only (requirements/larq.txt
+# says why it lives in a folder of its own, installed without its dependencies;
+# tools/bench_ops.py runs it in a subprocess).  If it cannot be installed, the
+# bench goes on and its report says so.
+LARQ_SITE  := $(VENV)/larq-site
+LARQ_STAMP := $(LARQ_SITE)/.gradbook-installed
+
+$(LARQ_STAMP): requirements/larq.txt $(STAMP)
+	rm -rf $(LARQ_SITE)
+	$(BIN)/python -m pip install --quiet --no-deps --target $(LARQ_SITE) -r requirements/larq.txt \
+	  && touch $@ || echo "larq could not be installed: make bench goes on without it and says so"
+
+bench: $(STAMP) $(NODE_STAMP) $(LARQ_STAMP)
 	$(BIN)/python -m tools.bench
 
 # The .ipynb twins (with the Colab install cell); the .md files are never edited.

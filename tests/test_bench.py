@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -205,6 +206,7 @@ def test_main_with_fake_measurements(bench, fake_repo, monkeypatch, capsys):
     monkeypatch.setattr(bench, "chapter_seconds", fake_chapter)
     monkeypatch.setattr(bench, "build_seconds", lambda *a, **k: pytest.fail("build ran despite --skip-build"))
     monkeypatch.setattr(bench.bench_ops, "op_timings", lambda: pytest.fail("ops ran despite --skip-ops"))
+    monkeypatch.setattr(bench, "op_sections", lambda: pytest.fail("ops ran despite --skip-ops"))
     assert bench.main(["--skip-build", "--skip-ops", "--chapters", "chapters/zh/*.md"]) == 0
     assert timed == ["chapters/zh/01_gradients.md"]
     report = json.loads((fake_repo / "bench-report.json").read_text(encoding="utf-8"))
@@ -293,3 +295,181 @@ def test_the_graders_default_budget_is_several_times_the_longest_chapter():
     chapters = benchmarks.latest()["chapters"]
     longest = max(chapters, key=lambda page: chapters[page]["seconds"])
     assert 3 * chapters[longest]["seconds"] <= grade.NOTEBOOK_TIMEOUT, (longest, chapters[longest])
+
+
+# -- ops in three modes, the layer step, larq, --ops-only ----------------------------------------
+
+def test_op_timings_by_mode_time_every_op_in_every_mode():
+    # every op must also compile under XLA, or a 40-minute `make bench` fails at its end
+    from tools import bench_ops
+
+    timings = bench_ops.op_timings_by_mode(n=1000, rounds=1)
+    assert list(timings) == list(bench_ops.MODES) == ["eager", "function", "xla"]
+    names = list(bench_ops._ops())
+    for mode, ops in timings.items():
+        assert list(ops) == names, mode
+        assert ops[bench_ops.IDENTITY]["ratio_to_identity"] == 1.0
+        for entry in ops.values():
+            assert entry["seconds"] > 0
+            assert entry["ratio_to_identity"] == pytest.approx(entry["seconds"] / ops[bench_ops.IDENTITY]["seconds"])
+    assert {"dorefa_weights(bits=2)", "sign_with_surrogate('swish_sign')", "ste_sign(clip=1)"} <= set(names)
+    with pytest.raises(ValueError, match="mode"):
+        bench_ops.op_timings_by_mode(n=10, rounds=1, modes=["graph"])
+
+
+@pytest.mark.parametrize("mode", ["eager", "xla"])
+def test_op_timings_see_a_costly_op_in_every_mode(mode):
+    # as test_op_timings_see_a_costly_op, eagerly and under XLA; the matrix is a
+    # variable so that XLA cannot fold the products away at compile time
+    import tensorflow as tf
+
+    from tools import bench_ops
+
+    big = tf.Variable(tf.ones((1000, 1000)))
+
+    def costly(v):
+        return v + 0.0 * tf.reduce_sum(tf.matmul(tf.matmul(big, big), big))
+
+    timings = bench_ops.op_timings_by_mode(n=1000, rounds=5, modes=[mode],
+                                           ops={"identity": tf.identity, "costly": costly})[mode]
+    assert timings["costly"]["ratio_to_identity"] > 3, timings
+
+
+def test_the_upstream_gradient_is_a_real_tensor():
+    # the reference's backward pass must pass a real dy (not a constant of ones
+    # that a compiler could fold): an op whose gradient is 2 dy sums to twice
+    # the identity's gradient sum, which is not the element count
+    import tensorflow as tf
+
+    from tools import bench_ops
+
+    seen = {}
+
+    @tf.custom_gradient
+    def spy(v):
+        def grad(dy):
+            seen["dy"] = dy
+            return dy
+        return tf.identity(v), grad
+
+    bench_ops.op_timings_by_mode(n=100, rounds=1, modes=["eager"], ops={"identity": tf.identity, "spy": spy})
+    dy = seen["dy"].numpy()
+    assert dy.shape == (100,) and len(set(dy.tolist())) > 50  # random values, not ones
+
+
+def test_round_robin_shuffles_the_order_of_each_round():
+    from tools import bench_ops
+
+    order = []
+    calls = {key: functools.partial(order.append, key) for key in "abcdef"}
+    medians = bench_ops._round_robin(calls, rounds=4)
+    assert set(medians) == set("abcdef")
+    rounds = [order[6 + 6 * i: 12 + 6 * i] for i in range(4)]  # after the warm-up calls
+    assert all(sorted(r) == list("abcdef") for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # not the same order every round
+
+
+def test_layer_step_timings_structure():
+    from tools import bench_ops
+
+    shape = {"batch": 8, "inputs": 16, "hidden": 8, "classes": 3}
+    step = bench_ops.layer_step_timings(rounds=2, shape=shape)
+    assert list(step) == ["function", "xla"]
+    for entry in step.values():
+        assert set(entry) == {"dense_s", "quantized_s", "ratio"}
+        assert entry["ratio"] == pytest.approx(entry["quantized_s"] / entry["dense_s"])
+
+
+def test_layer_step_sees_a_costly_quantizer():
+    # the step really runs the quantized layers: a kernel quantizer that does
+    # ~2 GFLOP of extra work per call makes the quantized step several times slower
+    import tensorflow as tf
+
+    from tools import bench_ops
+
+    big = tf.Variable(tf.ones((800, 800)))
+
+    def costly(kernel):
+        return kernel + 0.0 * tf.reduce_sum(tf.matmul(tf.matmul(big, big), big))
+
+    shape = {"batch": 8, "inputs": 16, "hidden": 8, "classes": 3}
+    step = bench_ops.layer_step_timings(rounds=3, shape=shape, modes=["function"], kernel_quantizer=costly)
+    assert step["function"]["ratio"] > 3, step
+
+
+def test_larq_missing_is_reported_not_raised(tmp_path):
+    from tools import bench_ops
+
+    result = bench_ops.larq_timings(site=tmp_path / "no-larq")
+    assert result == {"available": False, "reason": result["reason"]}
+    assert "not installed" in result["reason"] and "larq.txt" in result["reason"]
+
+
+def test_a_larq_that_fails_is_reported_not_raised(tmp_path):
+    from tools import bench_ops
+
+    (tmp_path / "larq").mkdir()
+    (tmp_path / "larq" / "__init__.py").write_text("raise ImportError('this larq is broken')\n", encoding="utf-8")
+    result = bench_ops.larq_timings(site=tmp_path, rounds=1, n=10)
+    assert result["available"] is False
+    assert "exit 1" in result["reason"] and "this larq is broken" in result["reason"]
+
+
+@pytest.mark.slow  # a subprocess that imports TensorFlow and larq, and compiles under XLA
+def test_larq_timings_compare_like_with_like():
+    from tools import bench_ops
+
+    if not (bench_ops.LARQ_SITE / "larq").is_dir():
+        pytest.skip(f"larq is not installed in {bench_ops.LARQ_SITE} (make bench installs it)")
+    result = bench_ops.larq_timings(rounds=2, n=1000)
+    assert result["available"], result
+    assert result["versions"]["larq"] == "0.14.0"
+    assert list(result["ops"]) == list(bench_ops.MODES)
+    for mode, ops in result["ops"].items():
+        assert list(ops)[0] == bench_ops.IDENTITY
+        for label, (ours, theirs) in bench_ops.LARQ_PAIRS.items():
+            assert result["gradlib_over_larq"][mode][label] == pytest.approx(
+                ops[ours]["seconds"] / ops[theirs]["seconds"])
+
+
+FAKE_SECTIONS = {"ops": {"identity": {"seconds": 0.001, "ratio_to_identity": 1.0}},
+                 "ops_eager": {"identity": {"seconds": 0.002, "ratio_to_identity": 1.0}},
+                 "ops_xla": {"identity": {"seconds": 0.0005, "ratio_to_identity": 1.0}},
+                 "layer_step": {"function": {"dense_s": 0.01, "quantized_s": 0.011, "ratio": 1.1}},
+                 "larq": {"available": False, "reason": "not here"}, "ops_date": "2026-02-02T00:00:00+00:00"}
+
+
+def test_ops_only_merges_into_the_shipped_report_and_keeps_the_rest(bench, fake_repo, monkeypatch, capsys):
+    latest = fake_repo / bench.LATEST
+    latest.parent.mkdir(parents=True)
+    full = {**fake_results(bench, with_build=True), "python": bench.platform.python_version(),
+            "tensorflow": bench.tensorflow_version(), "ops": {"old": {"seconds": 1.0, "ratio_to_identity": 9.0}}}
+    latest.write_text(json.dumps(full), encoding="utf-8")
+    monkeypatch.setattr(bench, "op_sections", lambda: dict(FAKE_SECTIONS))
+    monkeypatch.setattr(bench, "floor_runs", lambda runs=3: pytest.fail("--ops-only timed the floor"))
+    assert bench.main(["--ops-only"]) == 0
+    merged = json.loads(latest.read_text(encoding="utf-8"))
+    assert merged == {**full, **FAKE_SECTIONS}
+    assert merged["date"] == full["date"] and merged["ops_date"] == FAKE_SECTIONS["ops_date"]
+    assert "larq was not measured: not here" in capsys.readouterr().out
+
+
+def test_ops_only_refuses_a_report_of_another_tensorflow(bench, fake_repo, monkeypatch, capsys):
+    latest = fake_repo / bench.LATEST
+    latest.parent.mkdir(parents=True)
+    latest.write_text(json.dumps({**fake_results(bench), "tensorflow": "1.15.0"}), encoding="utf-8")
+    monkeypatch.setattr(bench, "op_sections", lambda: pytest.fail("measured before checking the versions"))
+    assert bench.main(["--ops-only"]) == 1
+    assert "1.15.0" in capsys.readouterr().err
+    assert json.loads(latest.read_text(encoding="utf-8"))["tensorflow"] == "1.15.0"
+
+
+def test_a_full_run_stores_the_op_sections(bench, fake_repo, monkeypatch):
+    monkeypatch.setattr(bench, "floor_runs", lambda runs=3: [1.0, 1.0, 1.0])
+    monkeypatch.setattr(bench, "chapter_seconds", lambda path: 2.0)
+    monkeypatch.setattr(bench, "op_sections", lambda: dict(FAKE_SECTIONS))
+    monkeypatch.setattr(bench.bench_ops, "experiment_timings", lambda: {"e": 1.0})
+    monkeypatch.setattr(bench.bench_ops, "explorer_latency", lambda: {"live_ms": 1.0, "bare_ms": 1.0, "ratio": 1.0})
+    results = bench.run(bench.parse_args(["--skip-build", "--chapters", "chapters/zh/*.md"]))
+    assert {key: results[key] for key in FAKE_SECTIONS} == FAKE_SECTIONS
+    assert results["experiments"] == {"e": 1.0}

@@ -58,6 +58,92 @@ def test_the_shipped_report_is_a_full_run():
     results = benchmarks.latest()
     assert results is not None, f"{benchmarks.LATEST} is missing: run `make bench` and commit it"
     for key in ("floor_s", "chapters", "cold_build_s", "warm_build_s", "ops", "explorer_latency",
-                "experiments", "page_weights", "page_weight_budget"):
+                "experiments", "page_weights", "page_weight_budget",
+                "ops_eager", "ops_xla", "layer_step", "layer_shape", "larq", "ops_date"):
         assert results.get(key) not in (None, {}, []), key
     assert benchmarks.CUSTOM in results["ops"] and benchmarks.TRICK in results["ops"]
+    assert list(results["ops_xla"]) == list(results["ops"]) == list(results["ops_eager"])
+    assert set(results["layer_step"]) == {"function", "xla"}
+    assert results["larq"]["available"], results["larq"]  # the appendix compares with larq
+    goal = benchmarks.quantizer_goal(results)
+    assert len(goal["met"]) + len(goal["missed"]) >= 7  # ste_sign (2), xnor, dorefa (2), the surrogates
+
+
+# -- the sections of issue 13: ops in three modes, the layer step, larq --------------------------
+
+def _ops(ratios):
+    return {name: {"seconds": 0.001 * r, "ratio_to_identity": r} for name, r in ratios.items()}
+
+
+IDENTITY = "identity (tf.identity, the reference)"
+NEW = {
+    **RESULTS,
+    "ops_eager": _ops({IDENTITY: 1.0, "ste_sign": 2.5, "ste_sign(clip=1)": 5.0, benchmarks.CUSTOM: 3.0,
+                       benchmarks.TRICK: 2.0}),
+    "ops": _ops({IDENTITY: 1.0, "ste_sign": 1.5, "ste_sign(clip=1)": 2.5, benchmarks.CUSTOM: 3.0,
+                 benchmarks.TRICK: 2.0}),
+    "ops_xla": _ops({IDENTITY: 1.0, "ste_sign": 1.25, "ste_sign(clip=1)": 1.75, benchmarks.CUSTOM: 1.5,
+                     benchmarks.TRICK: 1.0}),
+    "op_rounds": 51,
+    "layer_step": {"function": {"dense_s": 0.008, "quantized_s": 0.0088, "ratio": 1.1},
+                   "xla": {"dense_s": 0.006, "quantized_s": 0.0057, "ratio": 0.95}},
+    "layer_shape": {"batch": 128, "inputs": 256, "hidden": 512, "classes": 10}, "layer_rounds": 51,
+    "larq": {"available": True, "versions": {"larq": "0.14.0", "tf_keras": "2.21.0"},
+             "ops": {mode: _ops({IDENTITY: 1.0, "gradlib ste_sign(x, clip=1.0)": 2.0,
+                                 "larq ste_sign(x) (clip_value=1.0)": 1.6}) for mode in ("eager", "function", "xla")},
+             "gradlib_over_larq": {"eager": {"clipped at 1": 1.19, "unclipped": 1.01},
+                                   "function": {"clipped at 1": 1.06, "unclipped": 0.99},
+                                   "xla": {"clipped at 1": 0.98, "unclipped": 1.02}}},
+    "ops_date": "2026-11-27T14:00:00+00:00",
+}
+
+
+def test_the_new_sections_render_in_both_languages_with_the_same_numbers():
+    en, zh = (benchmarks.report(NEW, lang=lang).data for lang in ("en", "zh"))
+    assert numbers(en) == numbers(zh)
+    # the op table: one column per mode, ratios to the identity of the same mode
+    assert "| op | eagerly | `tf.function` | XLA |" in en and "| 运算 | 即时执行 | `tf.function` | XLA |" in zh
+    assert "| ste_sign(clip=1) | 5.00× | 2.50× | 1.75× |" in en
+    assert "(eagerly: 1.00 ms; `tf.function`: 1.00 ms; XLA: 1.00 ms)" in en
+    assert "Within it: `ste_sign`. Above it: `ste_sign(clip=1)`." in en  # 1.25 <= 1.3 < 1.75
+    assert "达到的：`ste_sign`。未达到的：`ste_sign(clip=1)`。" in zh
+    # the layer step
+    assert "(256 → 512 → 512 → 10, batch 128), median of 51 rounds; goal ≤ 1.3×" in en
+    assert "| `tf.function` | 8.00 | 8.80 | 1.10× |" in en and "| XLA | 6.00 | 5.70 | 0.95× |" in en
+    assert "批大小 128" in zh
+    # larq: the table, then gradlib over larq like with like
+    assert "larq 0.14.0's (tf_keras 2.21.0" in en
+    assert "| `larq ste_sign(x) (clip_value=1.0)` | 1.60× | 1.60× | 1.60× |" in en
+    assert "| clipped at 1 (larq's default) | 1.19× | 1.06× | 0.98× |" in en
+    assert "| 不截断 | 1.01× | 0.99× | 1.02× |" in zh
+    # when the op timings were merged later than the full run
+    assert "(op, layer and larq timings: 2026-11-27T14:00:00+00:00)" in en
+    assert "custom_gradient` against the stop_gradient trick (the same STE for round): 1.50×." in en  # tf.function
+
+
+def test_an_older_report_without_the_new_keys_still_renders():
+    # RESULTS is the shape of a report from before issue 13: tf.function ops only
+    for lang in ("en", "zh"):
+        text = benchmarks.report(RESULTS, lang=lang).data
+        assert "XLA" not in text and "larq" not in text and "QuantizedDense" not in text
+    text = benchmarks.report(RESULTS, lang="en").data
+    assert "| op | milliseconds | × identity |" in text
+    assert "| round, tf.custom_gradient STE | 6.00 | 3.00× |" in text
+    assert benchmarks.quantizer_goal(RESULTS) is None
+
+
+def test_a_report_without_larq_says_why():
+    results = {**NEW, "larq": {"available": False, "reason": "larq is not installed in /x"}}
+    en, zh = (benchmarks.report(results, lang=lang).data for lang in ("en", "zh"))
+    assert "larq was not measured: larq is not installed in /x" in en
+    assert "没有测量 larq：larq is not installed in /x" in zh
+    assert "gradlib's time over larq's" not in en
+
+
+def test_the_quantizer_goal_counts_only_quantizers():
+    results = {"ops_xla": _ops({IDENTITY: 1.0, "ste_sign": 1.3, "xnor_binarize": 1.31, "gradient_reversal(lam=1)": 9.0,
+                                "sign_with_surrogate('tanh')": 2.0, "dorefa_weights(bits=2)": 1.0,
+                                "round, tf.grad_pass_through": 5.0})}
+    assert benchmarks.quantizer_goal(results) == {
+        "met": ["ste_sign", "dorefa_weights(bits=2)"],
+        "missed": ["xnor_binarize", "sign_with_surrogate('tanh')"]}

@@ -6,6 +6,8 @@ Run from the repository root (``make bench`` does this)::
     python -m tools.bench                      # floor + every chapter + cold/warm build
     python -m tools.bench --skip-build         # floor + chapters only
     python -m tools.bench --chapters 'chapters/en/*.md'
+    python -m tools.bench --ops-only           # only the op, layer and larq timings, merged
+                                               # into gradlib/book/bench-latest.json
 
 The machine is shared and noisy, so absolute seconds mean little; every number
 is also reported as a ratio to the *floor* measured in the same run.
@@ -31,6 +33,14 @@ cold build
     so the user's own ``_build`` is neither used nor touched).
 warm build
     The same command again into the same directory, nothing changed.
+ops, layer step, larq
+    ``tools/bench_ops.py``: each op's forward + backward against
+    ``tf.identity`` eagerly, in ``tf.function`` and under XLA; one training
+    step of a ``QuantizedDense`` MLP against a ``Dense`` one; gradlib's
+    ``ste_sign`` against larq's (in a subprocess, from the copy ``make bench``
+    installs into ``.venv/larq-site``; a report without larq says why).
+    ``--ops-only`` measures just these and merges them into the shipped
+    report (same Python and TensorFlow only), with their own date.
 
 Output
 ------
@@ -55,8 +65,15 @@ JSON is flat::
       "python": "3.11.2",                  # interpreter running the bench/kernels
       "tensorflow": "2.21.0",              # installed distribution version
       "date": "2026-01-01T12:00:00+00:00", # UTC, when the run started
-      "ops": {"ste_round": {"seconds": 0.004, "ratio_to_identity": 1.3}, ...},
-      "op_elements": 1000000, "op_rounds": 15,
+      "ops": {"ste_round": {"seconds": 0.004, "ratio_to_identity": 1.3}, ...},  # in tf.function
+      "ops_eager": {...}, "ops_xla": {...},  # the same ops eagerly and with jit_compile=True
+      "op_elements": 1000000, "op_rounds": 51,
+      "layer_step": {"function": {"dense_s": 0.007, "quantized_s": 0.008, "ratio": 1.1}, "xla": {...}},
+      "layer_shape": {"batch": 128, "inputs": 256, "hidden": 512, "classes": 10}, "layer_rounds": 51,
+      "larq": {"available": true, "versions": {...}, "ops": {"eager": {...}, ...},
+               "gradlib_over_larq": {"eager": {"clipped at 1": 0.98, "unclipped": 1.0}, ...}},
+                                           # or {"available": false, "reason": "..."}
+      "ops_date": "2026-01-01T12:40:00+00:00",  # when the ops, layer and larq were measured
       "experiments": {"dann.moons_experiment('dann')": 2.5, ...},
       "explorer_latency": {"live_ms": 7.1, "bare_ms": 6.0, "ratio": 1.18},
       "page_weights": {"chapters/en/01_gradients.html": {"bytes": 412000, "files": 3}, ...},
@@ -323,6 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--skip-build", action="store_true", help="only the floor and the chapters")
     parser.add_argument("--skip-ops", action="store_true", help="skip the op and experiment timings")
+    parser.add_argument("--ops-only", action="store_true",
+                        help=f"only the op, layer and larq timings, merged into {LATEST} (keeps its other keys)")
     parser.add_argument(
         "--chapters",
         metavar="GLOB",
@@ -364,11 +383,9 @@ def run(args: argparse.Namespace) -> dict:
 
     results = assemble_results(samples, chapter_times, cold, warm, date=started)
     if not getattr(args, "skip_ops", False):
-        log("op timings (forward + backward, 10^6 elements) ...")
-        results["ops"] = bench_ops.op_timings()
+        results.update(op_sections())
         log("experiment timings ...")
         results["experiments"] = bench_ops.experiment_timings()
-        results["op_elements"], results["op_rounds"] = bench_ops.N_ELEMENTS, bench_ops.ROUNDS
         log("live explorer latency (fresh kernel) ...")
         results["explorer_latency"] = bench_ops.explorer_latency()
     if weights_from is not None:
@@ -377,6 +394,43 @@ def run(args: argparse.Namespace) -> dict:
         results["page_weight_budget"] = browsercheck.WEIGHT_BUDGET
     if out_dir is not None:
         shutil.rmtree(out_dir, ignore_errors=True)
+    return results
+
+
+def op_sections() -> dict:
+    """The op, layer-step and larq timings (``tools/bench_ops.py``) as report keys, with their date."""
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    log("op timings (forward + backward on 10^6 elements; eagerly, tf.function, XLA) ...")
+    modes = bench_ops.op_timings_by_mode()
+    sections = {"ops": modes["function"], "ops_eager": modes["eager"], "ops_xla": modes["xla"],
+                "op_elements": bench_ops.N_ELEMENTS, "op_rounds": bench_ops.ROUNDS}
+    log("one training step: QuantizedDense MLP against Dense MLP ...")
+    sections["layer_step"] = bench_ops.layer_step_timings()
+    sections["layer_shape"], sections["layer_rounds"] = dict(bench_ops.LAYER_SHAPE), bench_ops.ROUNDS
+    log("gradlib's ste_sign against larq's (subprocess) ...")
+    sections["larq"] = bench_ops.larq_timings()
+    if not sections["larq"]["available"]:
+        log(f"larq not measured: {sections['larq']['reason']}")
+    sections["ops_date"] = started
+    return sections
+
+
+def merge_op_sections(path: Path | None = None) -> dict:
+    """Measure :func:`op_sections` and merge them into the shipped report
+    (``LATEST``), keeping every other key; refuse when the report was measured
+    with another Python or TensorFlow (its ratios would mix two setups)."""
+    path = REPO / LATEST if path is None else Path(path)
+    if not path.is_file():
+        raise BenchError(f"no {display_path(path)} to merge into: run a full `make bench` first")
+    results = json.loads(path.read_text(encoding="utf-8"))
+    here = {"python": platform.python_version(), "tensorflow": tensorflow_version()}
+    if any(results.get(key) != value for key, value in here.items()):
+        raise BenchError(f"{display_path(path)} was measured with Python {results.get('python')} and TensorFlow "
+                         f"{results.get('tensorflow')}, this is {here['python']} / {here['tensorflow']}: run a full "
+                         "`make bench`")
+    results.update(op_sections())
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    log(f"merged the op, layer and larq timings into {display_path(path)}")
     return results
 
 
@@ -412,6 +466,14 @@ def write_reports(results: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.ops_only:
+        try:
+            results = merge_op_sections()
+        except BenchError as exc:
+            log(f"FAILED: {exc}")
+            return 1
+        print(format_report(results), end="")
+        return 0
     try:
         results = run(args)
     except BenchError as exc:

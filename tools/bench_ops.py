@@ -1,19 +1,55 @@
-"""Op and experiment timings for ``make bench`` (imported by tools/bench.py).
+"""Op, layer and experiment timings for ``make bench`` (imported by tools/bench.py).
 
-Each op's forward + backward pass over 10^6 float32 elements runs inside one
-``tf.function``; ops are timed round-robin (one call of each per round) so
-that machine noise hits them alike, and each is reported as its median over
-the rounds divided by the median of a plain ``tf.identity`` in the same run.
+Ops
+    Each op's forward + backward pass over 10^6 float32 elements, in three
+    modes (:data:`MODES`): eagerly, inside one ``tf.function``, and inside
+    ``tf.function(jit_compile=True)`` (XLA, which can fuse the elementwise
+    ops of both passes).  The backward pass gets a real upstream gradient (a
+    random tensor passed in, ``output_gradients=dy``), so that no mode can fold
+    it away: the reference, ``tf.identity``, really passes ``x`` forward and
+    ``dy`` back, and the function returns ``sum(y) + sum(dx)`` so that neither
+    pass can be pruned.  Under XLA the identity is an alias (it copies
+    nothing), so an op's ratio there counts the memory it must write and read
+    again, its ``y`` and its ``dx``, on top of its arithmetic.
+Layer step
+    One ``train_on_batch`` of a small MLP of ``gradlib.QuantizedDense``
+    layers against the same MLP of ``keras.layers.Dense`` (same shapes, same
+    optimizer), compiled without and with XLA.
+larq
+    gradlib's ``ste_sign`` against larq's, in a subprocess (larq 0.14 needs
+    ``tf_keras`` and ``TF_USE_LEGACY_KERAS=1``), from the copy that
+    ``make bench`` installs into :data:`LARQ_SITE` (``requirements/larq.txt``).
+
+Everything is timed round-robin (one call of each per round, every mode in
+the same round, in an order shuffled anew each round) so that machine noise
+and cache states hit all alike, and each is reported
+as its median over the rounds divided by the median of its reference in the
+same run.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
-from typing import Callable, Dict
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Optional
 
 N_ELEMENTS = 10 ** 6
-ROUNDS = 15
+ROUNDS = 51
+IDENTITY = "identity (tf.identity, the reference)"
+#: mode -> how the forward + backward function is run
+MODES = {"eager": "eagerly", "function": "tf.function", "xla": "tf.function(jit_compile=True)"}
+
+REPO = Path(__file__).resolve().parents[1]
+LARQ_SITE = REPO / ".venv" / "larq-site"  # make bench installs requirements/larq.txt here (--no-deps)
+LARQ_REQUIREMENTS = REPO / "requirements" / "larq.txt"
+#: the MLP of the layer step: batch, inputs, hidden units (two layers), classes
+LAYER_SHAPE = {"batch": 128, "inputs": 256, "hidden": 512, "classes": 10}
 
 
 def _ops() -> Dict[str, Callable]:
@@ -25,14 +61,17 @@ def _ops() -> Dict[str, Callable]:
     def custom_round(x):
         return tf.round(x), lambda dy: dy
 
+    surrogates = {f"sign_with_surrogate('{name}')": functools.partial(gradlib.sign_with_surrogate, surrogate=name)
+                  for name in gradlib.SIGN_SURROGATES}
     return {
-        "identity (tf.identity, the reference)": tf.identity,
+        IDENTITY: tf.identity,
         "ste_round": gradlib.ste_round,
         "ste_sign": gradlib.ste_sign,
         "ste_sign(clip=1)": lambda x: gradlib.ste_sign(x, clip=1.0),
         "xnor_binarize": gradlib.xnor_binarize,
         "dorefa_quantize(bits=2)": lambda x: gradlib.dorefa_quantize(x, 2),
-        "sign_with_surrogate('swish_sign')": lambda x: gradlib.sign_with_surrogate(x, "swish_sign"),
+        "dorefa_weights(bits=2)": lambda x: gradlib.dorefa_weights(x, 2),
+        **surrogates,
         "gradient_reversal(lam=1)": gradlib.gradient_reversal,
         "round, tf.custom_gradient STE": custom_round,
         "round, stop_gradient trick (straight_through)": gradlib.straight_through(tf.round),
@@ -40,40 +79,202 @@ def _ops() -> Dict[str, Callable]:
     }
 
 
-def op_timings(n: int = N_ELEMENTS, rounds: int = ROUNDS) -> Dict[str, dict]:
-    """``{name: {"seconds": median, "ratio_to_identity": ...}}`` for every op."""
+def _round_robin(calls: Dict[object, Callable[[], object]], rounds: int, seed: int = 0) -> Dict[object, float]:
+    """Median seconds of each call, one call of each per round (after one warm-up call each).
+
+    The order changes from round to round (shuffled with ``seed``): a call
+    that always came after the same one would always find the caches in the
+    state that one left, and two identical ops could differ by that alone.
+    """
+    import random
+
+    for call in calls.values():
+        call()
+    order, shuffle = list(calls), random.Random(seed).shuffle
+    samples = {key: [] for key in calls}
+    for _ in range(rounds):
+        shuffle(order)
+        for key in order:
+            start = time.perf_counter()
+            calls[key]()
+            samples[key].append(time.perf_counter() - start)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def _run(fn, *args):
+    return fn(*args).numpy()  # .numpy() waits for the result
+
+
+def op_timings_by_mode(n: int = N_ELEMENTS, rounds: int = ROUNDS, modes: Iterable[str] = tuple(MODES),
+                       ops: Optional[Dict[str, Callable]] = None) -> Dict[str, Dict[str, dict]]:
+    """``{mode: {name: {"seconds": median, "ratio_to_identity": ...}}}`` for every op.
+
+    The first op of ``ops`` (default :func:`_ops`) is the reference of its
+    mode; every (mode, op) pair is timed in the same rounds.
+    """
     import numpy as np
     import tensorflow as tf
 
     import gradlib
 
-    x = tf.constant(np.random.default_rng(0).uniform(-2, 2, n).astype(np.float32))
+    modes = list(modes)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {unknown}; the modes are {list(MODES)}")
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.uniform(-2, 2, n).astype(np.float32))
+    dy = tf.constant(rng.normal(size=n).astype(np.float32))  # a real upstream gradient
 
-    def compile_op(op):
+    def compile_op(op, mode):
         # A closure, not a default argument: autograph would strip the
         # tf.custom_gradient decorator from an op passed in as an argument.
-        def forward_backward(v):
+        def forward_backward(v, upstream):
             with tf.GradientTape() as tape:
                 tape.watch(v)
                 y = op(v)
             # use both results so that neither pass can be pruned away
-            return tf.reduce_sum(y) + tf.reduce_sum(tape.gradient(y, v))
-        return tf.function(forward_backward)
+            return tf.reduce_sum(y) + tf.reduce_sum(tape.gradient(y, v, output_gradients=upstream))
+        if mode == "eager":
+            return forward_backward
+        return tf.function(forward_backward, jit_compile=mode == "xla")
 
-    compiled = {}
+    ops = _ops() if ops is None else ops
+    calls = {}
     with gradlib.captured_tf_warnings():  # one trace per op is expected, not a retracing problem
-        for name, op in _ops().items():
-            compiled[name] = compile_op(op)
-            compiled[name](x).numpy()  # trace and warm up
-    samples = {name: [] for name in compiled}
-    for _ in range(rounds):
-        for name, fn in compiled.items():
-            start = time.perf_counter()
-            fn(x).numpy()
-            samples[name].append(time.perf_counter() - start)
-    medians = {name: statistics.median(values) for name, values in samples.items()}
-    reference = next(iter(medians.values()))
-    return {name: {"seconds": s, "ratio_to_identity": s / reference} for name, s in medians.items()}
+        for mode in modes:
+            for name, op in ops.items():
+                fn = compile_op(op, mode)
+                fn(x, dy).numpy()  # trace (and compile) outside the timing
+                calls[(mode, name)] = functools.partial(_run, fn, x, dy)
+        medians = _round_robin(calls, rounds)
+    reference = next(iter(ops))
+    return {mode: {name: {"seconds": medians[(mode, name)],
+                          "ratio_to_identity": medians[(mode, name)] / medians[(mode, reference)]}
+                   for name in ops}
+            for mode in modes}
+
+
+def op_timings(n: int = N_ELEMENTS, rounds: int = ROUNDS, mode: str = "function") -> Dict[str, dict]:
+    """``{name: {"seconds": median, "ratio_to_identity": ...}}`` for every op, in one mode."""
+    return op_timings_by_mode(n, rounds, modes=(mode,))[mode]
+
+
+def _mlp(layer: Callable, shape: Dict[str, int]):
+    import keras
+
+    return keras.Sequential([keras.Input((shape["inputs"],)),
+                             layer(shape["hidden"], activation="relu"),
+                             layer(shape["hidden"], activation="relu"),
+                             layer(shape["classes"])])
+
+
+def layer_step_timings(rounds: int = ROUNDS, shape: Optional[Dict[str, int]] = None,
+                       modes: Iterable[str] = ("function", "xla"), kernel_quantizer="ste_sign") -> Dict[str, dict]:
+    """One training step of an MLP of ``QuantizedDense`` against the same MLP of ``Dense``.
+
+    Returns ``{mode: {"dense_s", "quantized_s", "ratio"}}`` with ``mode``
+    ``"function"`` (``compile(jit_compile=False)``) or ``"xla"``
+    (``jit_compile=True``); ``ratio`` is quantized / dense.  Both models have
+    :data:`LAYER_SHAPE`'s layers (two hidden ReLU layers and a linear
+    output), Adam and a sparse cross-entropy loss, and train on the same batch;
+    ``kernel_quantizer`` is the quantized layers' (anything ``QuantizedDense``
+    takes).
+    """
+    import keras
+    import numpy as np
+
+    import gradlib
+
+    shape = dict(LAYER_SHAPE if shape is None else shape)
+    modes = list(modes)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(shape["batch"], shape["inputs"])).astype(np.float32)
+    y = rng.integers(0, shape["classes"], shape["batch"])
+    layers = {"dense": keras.layers.Dense,
+              "quantized": functools.partial(gradlib.QuantizedDense, kernel_quantizer=kernel_quantizer)}
+    calls = {}
+    for mode in modes:
+        for kind, layer in layers.items():
+            keras.utils.set_random_seed(0)
+            model = _mlp(layer, shape)
+            model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                          jit_compile=mode == "xla")
+            model.train_on_batch(x, y)  # build and trace (and compile) outside the timing
+            calls[(mode, kind)] = functools.partial(model.train_on_batch, x, y)
+    medians = _round_robin(calls, rounds)
+    return {mode: {"dense_s": medians[(mode, "dense")], "quantized_s": medians[(mode, "quantized")],
+                   "ratio": medians[(mode, "quantized")] / medians[(mode, "dense")]}
+            for mode in modes}
+
+
+# -- gradlib's ste_sign against larq's (in a subprocess) -------------------------
+
+#: the comparisons the report shows: label -> (gradlib's op, larq's op), like with like
+LARQ_PAIRS = {
+    "clipped at 1": ("gradlib ste_sign(x, clip=1.0)", "larq ste_sign(x) (clip_value=1.0)"),
+    "unclipped": ("gradlib ste_sign(x)", "larq ste_sign(x, clip_value=None)"),
+}
+
+
+def _larq_ops() -> Dict[str, Callable]:
+    """The reference, then gradlib's and larq's ste_sign, clipped at 1 and unclipped (larq's default clips)."""
+    import larq
+    import tensorflow as tf
+
+    import gradlib
+
+    return {IDENTITY: tf.identity,
+            "gradlib ste_sign(x, clip=1.0)": functools.partial(gradlib.ste_sign, clip=1.0),
+            "larq ste_sign(x) (clip_value=1.0)": larq.quantizers.ste_sign,
+            "gradlib ste_sign(x)": gradlib.ste_sign,
+            "larq ste_sign(x, clip_value=None)": functools.partial(larq.quantizers.ste_sign, clip_value=None)}
+
+
+def larq_comparison(rounds: int, n: int = N_ELEMENTS, modes: Iterable[str] = tuple(MODES)) -> dict:
+    """In a process where larq imports: versions and op timings (see :func:`larq_timings`)."""
+    from importlib import metadata
+
+    timings = op_timings_by_mode(n, rounds, modes=modes, ops=_larq_ops())
+    return {"available": True,
+            "versions": {dist: metadata.version(dist) for dist in ("larq", "tf_keras")},
+            "ops": timings,
+            "gradlib_over_larq": {mode: {label: timings[mode][ours]["seconds"] / timings[mode][theirs]["seconds"]
+                                         for label, (ours, theirs) in LARQ_PAIRS.items()}
+                                  for mode in timings}}
+
+
+def larq_timings(rounds: int = ROUNDS, n: int = N_ELEMENTS, site: Optional[Path] = None,
+                 timeout: float = 900) -> dict:
+    """gradlib's ``ste_sign`` against larq's, forward + backward, in every mode.
+
+    larq 0.14 does not import under Keras 3, so the timing runs in a
+    subprocess with ``TF_USE_LEGACY_KERAS=1`` and ``site`` (default
+    :data:`LARQ_SITE`, where ``make bench`` installs larq, tf_keras and
+    terminaltables with ``--no-deps``) first on its path.  Returns
+    ``{"available": True, "versions", "ops": {mode: {name: ...}},
+    "gradlib_over_larq": {mode: {"clipped at 1": r, "unclipped": r}}}``
+    (``r`` < 1: gradlib is faster), or ``{"available": False, "reason"}``
+    when larq is missing or its run fails, so that the report says so.
+    """
+    site = Path(LARQ_SITE if site is None else site)
+    if not (site / "larq").is_dir():
+        return {"available": False,
+                "reason": f"larq is not installed in {site} (make bench installs {LARQ_REQUIREMENTS.name} there)"}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["TF_USE_LEGACY_KERAS"] = "1"
+    command = [sys.executable, "-m", "tools.bench_ops", "larq", "--rounds", str(rounds), "--elements", str(n)]
+    try:
+        proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"available": False, "reason": f"the larq timing did not finish in {timeout:.0f} s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = " ".join(proc.stderr.strip().splitlines()[-3:])
+        return {"available": False, "reason": f"the larq timing failed (exit {proc.returncode}): {tail}"}
+    return json.loads(lines[-1])
 
 
 def experiment_timings() -> Dict[str, float]:
@@ -122,7 +323,6 @@ def explorer_latency(rounds: int = 60) -> Dict[str, float]:
     control's value change, TensorFlow recomputing the curves, redrawing the
     lines and replacing the widget's PNG.
     """
-    import json
     import tempfile
 
     import nbformat
@@ -142,3 +342,20 @@ def explorer_latency(rounds: int = 60) -> Dict[str, float]:
     result = json.loads(text.strip().splitlines()[-1])
     result["ratio"] = result["live_ms"] / result["bare_ms"]
     return result
+
+
+def main(argv=None) -> int:
+    """``python -m tools.bench_ops larq``: the larq comparison as one JSON line (run by larq_timings)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_ops")
+    parser.add_argument("what", choices=["larq"])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--elements", type=int, default=N_ELEMENTS)
+    args = parser.parse_args(argv)
+    print(json.dumps(larq_comparison(args.rounds, args.elements)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

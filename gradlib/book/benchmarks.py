@@ -3,8 +3,10 @@
 ``make bench`` (``tools/bench.py``) measures, in one run on one machine, the
 cold and warm builds and each chapter against a floor (a fresh kernel that
 only imports TensorFlow), each gradlib op's forward + backward time against
-``tf.identity``, the experiments, the live explorer's redraw against a bare
-matplotlib redraw, and the weight of every chapter page.  It writes
+``tf.identity`` (eagerly, in ``tf.function`` and under XLA), one training
+step of a ``QuantizedDense`` MLP against the same ``Dense`` MLP, gradlib's
+``ste_sign`` against larq's, the experiments, the live explorer's redraw
+against a bare matplotlib redraw, and the weight of every chapter page.  It writes
 ``bench-report.{md,json}`` and copies the JSON next to this module
 (``bench-latest.json``, shipped with gradlib), where the book's appendix
 reads it when the book is built.
@@ -20,12 +22,21 @@ import os
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["LATEST", "latest", "report"]  # FLOOR_SOURCE and ratio are for tools/bench.py
+__all__ = ["LATEST", "latest", "report"]  # FLOOR_SOURCE and ratio are for tools/bench.py; GOALS and
+# quantizer_goal for the appendix page
 
 LATEST = Path(__file__).with_name("bench-latest.json")
 FLOOR_SOURCE = "import tensorflow as tf"
 CUSTOM = "round, tf.custom_gradient STE"
 TRICK = "round, stop_gradient trick (straight_through)"
+#: the op modes of the report: results key -> label key (ops_* keys are absent from older reports)
+OP_MODES = {"ops_eager": "eager", "ops": "function", "ops_xla": "xla"}
+#: issue 13's goals, as ratios measured in one run: a quantizer's forward + backward under XLA
+#: against tf.identity's, a QuantizedDense training step against a Dense one, gradlib's
+#: ste_sign against larq's
+GOALS = {"quantizer_xla": 1.3, "layer_step": 1.3, "gradlib_over_larq": 1.0}
+#: the op names (prefixes) that are gradlib's quantizers, which the XLA goal is about
+QUANTIZERS = ("ste_sign", "xnor_binarize", "dorefa_quantize", "dorefa_weights", "sign_with_surrogate(")
 
 TEXT = {
     "measurement": {"en": "measurement", "zh": "测量项"},
@@ -65,6 +76,46 @@ TEXT = {
     "x_budget": {"en": "× budget", "zh": "× 预算"},
     "environment": {"en": "Measured {date} · Python {python} · TensorFlow {tensorflow}",
                     "zh": "测量于 {date} · Python {python} · TensorFlow {tensorflow}"},
+    "ops_date": {"en": " (op, layer and larq timings: {date})", "zh": "（运算、层与 larq 的计时：{date}）"},
+    "modes_intro": {
+        "en": "Forward + backward on {n:,} float32 elements with a random upstream gradient, median of "
+              "{rounds} rounds, as a multiple of `tf.identity` in the same mode ({reference}):",
+        "zh": "在 {n:,} 个 float32 元素上的前向 + 反向（上游梯度为随机张量），{rounds} 轮的中位数，"
+              "表示为同一模式下 `tf.identity` 耗时的倍数（{reference}）："},
+    "eager": {"en": "eagerly", "zh": "即时执行"},
+    "function": {"en": "`tf.function`", "zh": "`tf.function`"},
+    "xla": {"en": "XLA", "zh": "XLA"},
+    "identity_ms": {"en": "{mode}: {ms:.2f} ms", "zh": "{mode}：{ms:.2f} 毫秒"},
+    "quantizer_goal": {
+        "en": "Goal under XLA: ≤ {goal:.1f}× identity. Within it: {met}. Above it: {missed}.",
+        "zh": "XLA 下的目标：≤ identity 的 {goal:.1f} 倍。达到的：{met}。未达到的：{missed}。"},
+    "none": {"en": "none", "zh": "无"},
+    "sep": {"en": "; ", "zh": "；"},
+    "list_sep": {"en": ", ", "zh": "、"},
+    "layer_intro": {
+        "en": "One training step (`train_on_batch`, Adam) of an MLP of three layers, all `Dense` or all "
+              "`QuantizedDense` with `ste_sign` kernels{shape}, median of {rounds} rounds; goal ≤ {goal:.1f}× "
+              "the `Dense` step:",
+        "zh": "一个三层 MLP 的一步训练（`train_on_batch`，Adam），各层全为 `Dense`，或全为以 `ste_sign` "
+              "量化权重的 `QuantizedDense`{shape}，{rounds} 轮的中位数；目标：≤ `Dense` 那一步的 {goal:.1f} 倍："},
+    "mlp_shape": {"en": " ({inputs} → {hidden} → {hidden} → {classes}, batch {batch})",
+                  "zh": "（{inputs} → {hidden} → {hidden} → {classes}，批大小 {batch}）"},
+    "compiled": {"en": "compiled", "zh": "编译方式"},
+    "dense_ms": {"en": "`Dense` ms", "zh": "`Dense` 毫秒"},
+    "quantized_ms": {"en": "`QuantizedDense` ms", "zh": "`QuantizedDense` 毫秒"},
+    "x_dense": {"en": "× Dense", "zh": "× Dense"},
+    "larq_intro": {
+        "en": "gradlib's `ste_sign` against larq {version}'s (tf_keras {tf_keras}, in a subprocess), forward + "
+              "backward on {n:,} elements, as a multiple of `tf.identity` in the same mode:",
+        "zh": "gradlib 的 `ste_sign` 与 larq {version} 的 `ste_sign`（tf_keras {tf_keras}，在子进程中）对比，"
+              "在 {n:,} 个元素上的前向 + 反向，表示为同一模式下 `tf.identity` 耗时的倍数："},
+    "larq_pairs": {
+        "en": "gradlib's time over larq's (goal ≤ {goal:.2f}×, never slower):",
+        "zh": "gradlib 的耗时除以 larq 的耗时（目标：≤ {goal:.2f} 倍，即从不更慢）："},
+    "comparison": {"en": "comparison", "zh": "对比"},
+    "clipped at 1": {"en": "clipped at 1 (larq's default)", "zh": "在 1 处截断（larq 的默认值）"},
+    "unclipped": {"en": "unclipped", "zh": "不截断"},
+    "larq_missing": {"en": "larq was not measured: {reason}", "zh": "没有测量 larq：{reason}"},
 }
 
 
@@ -121,17 +172,89 @@ def build_table(results: dict, lang: str = "en") -> str:
     return "\n".join(_table(headers, [(label, _num(s), _num(f, "×"), _num(c, "×")) for label, s, f, c in rows]))
 
 
-def detail_tables(results: dict, lang: str = "en") -> str:
-    """Ops, explorer latency, experiments and page weights (those present)."""
+def quantizer_goal(results: dict) -> Optional[dict]:
+    """``{"met": [...], "missed": [...]}``: gradlib's quantizers whose forward +
+    backward under XLA is within :data:`GOALS` ``["quantizer_xla"]`` times
+    ``tf.identity``'s, and those above it (None without XLA timings)."""
+    ops = results.get("ops_xla") or {}
+    if not ops:
+        return None
+    names = [name for name in ops if name.startswith(QUANTIZERS)]
+    return {"met": [n for n in names if ops[n]["ratio_to_identity"] <= GOALS["quantizer_xla"]],
+            "missed": [n for n in names if ops[n]["ratio_to_identity"] > GOALS["quantizer_xla"]]}
+
+
+def _names(names, lang: str) -> str:
+    return _t("list_sep", lang).join(f"`{n}`" for n in names) if names else _t("none", lang)
+
+
+def _op_tables(results: dict, lang: str) -> list:
     lines = []
     ops = results.get("ops") or {}
-    if ops:
-        rounds, n = results.get("op_rounds", 15), results.get("op_elements", 10 ** 6)
+    rounds, n = results.get("op_rounds", 15), results.get("op_elements", 10 ** 6)
+    modes = {key: label for key, label in OP_MODES.items() if results.get(key)}
+    if ops and len(modes) > 1:  # a report with every mode: one column per mode
+        reference = next(iter(ops))
+        idents = _t("sep", lang).join(_t("identity_ms", lang, mode=_t(label, lang), ms=results[key][reference]["seconds"] * 1e3)
+                           for key, label in modes.items() if reference in results[key])
+        lines += ["", _t("modes_intro", lang, n=n, rounds=rounds, reference=idents), ""]
+        rows = [[name] + [f"{results[key][name]['ratio_to_identity']:.2f}×" if name in results[key] else "—"
+                          for key in modes] for name in ops]
+        lines += _table([_t("op", lang)] + [_t(label, lang) for label in modes.values()], rows)
+        goal = quantizer_goal(results)
+        if goal is not None:
+            lines += ["", _t("quantizer_goal", lang, goal=GOALS["quantizer_xla"], met=_names(goal["met"], lang),
+                             missed=_names(goal["missed"], lang))]
+    elif ops:  # an older report: tf.function only
         lines += ["", _t("ops_intro", lang, n=n, rounds=rounds), ""]
         lines += _table([_t(k, lang) for k in ("op", "ms", "x_identity")],
                         [(name, f"{e['seconds'] * 1e3:.2f}", f"{e['ratio_to_identity']:.2f}×") for name, e in ops.items()])
-        if CUSTOM in ops and TRICK in ops:
-            lines += ["", _t("custom_vs_trick", lang, ratio=ops[CUSTOM]["seconds"] / ops[TRICK]["seconds"])]
+    if CUSTOM in ops and TRICK in ops:
+        lines += ["", _t("custom_vs_trick", lang, ratio=ops[CUSTOM]["seconds"] / ops[TRICK]["seconds"])]
+    return lines
+
+
+def _layer_table(results: dict, lang: str) -> list:
+    step = results.get("layer_step") or {}
+    if not step:
+        return []
+    shape = results.get("layer_shape")
+    lines = ["", _t("layer_intro", lang, shape=_t("mlp_shape", lang, **shape) if shape else "",
+                    rounds=results.get("layer_rounds", results.get("op_rounds", 15)), goal=GOALS["layer_step"]), ""]
+    lines += _table([_t(k, lang) for k in ("compiled", "dense_ms", "quantized_ms", "x_dense")],
+                    [(_t(mode, lang), f"{e['dense_s'] * 1e3:.2f}", f"{e['quantized_s'] * 1e3:.2f}", f"{e['ratio']:.2f}×")
+                     for mode, e in step.items()])
+    return lines
+
+
+def _larq_tables(results: dict, lang: str) -> list:
+    larq = results.get("larq")
+    if not larq:
+        return []
+    if not larq.get("available"):
+        return ["", _t("larq_missing", lang, reason=larq.get("reason", "?"))]
+    ops, versions = larq["ops"], larq.get("versions", {})
+    modes = list(ops)
+    names = list(ops[modes[0]])
+    lines = ["", _t("larq_intro", lang, version=versions.get("larq", "?"), tf_keras=versions.get("tf_keras", "?"),
+                    n=results.get("op_elements", 10 ** 6)), ""]
+    lines += _table([_t("op", lang)] + [_t(mode, lang) for mode in modes],
+                    [[f"`{name}`"] + [f"{ops[mode][name]['ratio_to_identity']:.2f}×" for mode in modes]
+                     for name in names])
+    pairs = larq.get("gradlib_over_larq") or {}
+    if pairs:
+        labels = list(pairs[modes[0]])
+        lines += ["", _t("larq_pairs", lang, goal=GOALS["gradlib_over_larq"]), ""]
+        lines += _table([_t("comparison", lang)] + [_t(mode, lang) for mode in modes],
+                        [[_t(label, lang)] + [f"{pairs[mode][label]:.2f}×" for mode in modes] for label in labels])
+    return lines
+
+
+def detail_tables(results: dict, lang: str = "en") -> str:
+    """Ops (in every mode measured), the layer step, larq, explorer latency,
+    experiments and page weights (those present; older reports lack some)."""
+    _t("op", lang)  # checks `lang`
+    lines = _op_tables(results, lang) + _layer_table(results, lang) + _larq_tables(results, lang)
     latency = results.get("explorer_latency")
     if latency:
         lines += ["", _t("latency_intro", lang), ""]
@@ -164,4 +287,6 @@ def report(results: Optional[dict] = None, lang: str = "en"):
         raise FileNotFoundError(f"no benchmark report at {LATEST}: run `make bench` in a clone of the book")
     head = _t("environment", lang, date=results.get("date", "?"), python=results.get("python", "?"),
               tensorflow=results.get("tensorflow", "?"))
+    if results.get("ops_date") and results["ops_date"] != results.get("date"):
+        head += _t("ops_date", lang, date=results["ops_date"])
     return Markdown(head + "\n\n" + build_table(results, lang) + "\n" + detail_tables(results, lang))
