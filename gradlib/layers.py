@@ -213,6 +213,7 @@ class ReversalSchedule(keras.callbacks.Callback):
         self.schedule = callable_arg(schedule, "schedule")
         self.step = 0          # batches seen so far, over epochs and fit calls
         self._epoch_start = 0  # self.step when the current epoch began
+        self._begin = 0        # the batch index the current group of batches began at
         self.history: list = []  # (step, lambda) for every assignment
 
     def lam_at(self, step: int) -> float:
@@ -231,10 +232,19 @@ class ReversalSchedule(keras.callbacks.Callback):
         self._epoch_start = self.step
 
     def on_train_batch_begin(self, batch, logs=None):
-        step = self._epoch_start + int(batch)
+        self._begin = int(batch)
+        step = self._epoch_start + self._begin
         lam = self.lam_at(step)
         self.layer.lam.assign(lam)
         self.history.append((step, lam))
 
     def on_train_batch_end(self, batch, logs=None):
-        self.step = self._epoch_start + int(batch) + 1
+        # Keras 3.15 passes the last batch of a group of steps_per_execution batches, Keras 3.8
+        # the first: either way the group ends steps_per_execution batches after it began,
+        # or at the end of the epoch.
+        per_execution = int(getattr(self.model, "steps_per_execution", 1) or 1)
+        end = max(int(batch) + 1, self._begin + per_execution)
+        steps = (self.params or {}).get("steps")
+        if steps:
+            end = min(end, int(steps))
+        self.step = self._epoch_start + end

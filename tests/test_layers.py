@@ -410,6 +410,15 @@ def test_schedule_with_steps_per_execution():
     np.testing.assert_allclose([lam for _, lam in schedule.history], [0.0, 1.0, 2.0, 2.0])
 
 
+def test_schedule_with_steps_per_execution_and_a_partial_last_group():
+    x, _ = _blobs(5, 80)  # 5 batches of 16 per epoch: groups of 2, 2 and 1
+    model, reversal, _ = _reversal_model()
+    model.compile(keras.optimizers.SGD(0.01), "mse", steps_per_execution=2)
+    schedule = gradlib.ReversalSchedule(reversal, total_steps=10, schedule=lambda p: p)
+    model.fit(x, np.zeros(80), epochs=2, batch_size=16, verbose=0, callbacks=[schedule])
+    assert [s for s, _ in schedule.history] == [0, 2, 4, 5, 7, 9] and schedule.step == 10
+
+
 def test_the_reversed_gradient_follows_lambda_inside_fit():
     """The gradient reaching the layer below the reversal is -lambda times the one above, as lambda moves."""
     x, _ = _blobs(6, 16)
@@ -451,3 +460,38 @@ def test_schedule_returning_a_non_number_fails_loudly(value):
     schedule = gradlib.ReversalSchedule(gradlib.GradientReversal(), 10, schedule=lambda p: value)
     with pytest.raises(ValueError, match="schedule"):
         schedule.on_train_batch_begin(0)
+
+
+EXPORT_RELOAD = """
+import json, sys
+import numpy as np, tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+x = np.array(json.loads(sys.argv[2]), np.float32)
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(loaded.serve(x) ** 2)
+print(json.dumps([g.numpy().tolist() for g in tape.gradient(loss, loaded.trainable_variables)]))
+"""
+
+
+@pytest.mark.slow
+def test_an_exported_quantized_model_has_the_same_weight_gradients_in_a_fresh_process(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    x, _ = _blobs(7, 16)
+    model = _model(gradlib.Quantizer("dorefa_weights", bits=2), "ste_sign")
+    with gradlib.captured_tf_warnings():
+        model.export(str(tmp_path / "exported"), verbose=False)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    run = subprocess.run([sys.executable, "-c", EXPORT_RELOAD, str(tmp_path / "exported"), json.dumps(x.tolist())],
+                         capture_output=True, text=True, env=env, timeout=300, check=True)
+    fresh = json.loads(run.stdout.strip().splitlines()[-1])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x) ** 2)
+    before = tape.gradient(loss, model.trainable_variables)
+    assert len(fresh) == len(before) == 4
+    for f, b in zip(fresh, before):
+        np.testing.assert_array_equal(np.array(f, np.float32), b.numpy())
+    assert np.abs(before[0].numpy()).sum() > 0
