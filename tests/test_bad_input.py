@@ -1,13 +1,13 @@
 """Bad input to gradlib: one table of cases, one table of classes of values.
 
 Every public function of gradlib (``gradlib.__all__`` and the public functions
-of its modules ``benchmarks``, ``data``, ``dann``, ``experiments`` and ``exercises``) is
+of its modules ``benchmarks``, ``data``, ``dann``, ``experiments``, ``exercises`` and ``layers``) is
 called with a wrong dtype, shape or parameter, and must raise the expected
 exception with a message that names the argument: never a silent result,
 never an error from deep inside NumPy or TensorFlow.
 
 Not in the table: the names that take no input to get wrong
-(``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``,
+(``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``, ``QUANTIZERS``,
 ``dann.DEFAULTS``, ``dann.PROBES``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
 ``GradientCheck``, ``GradientError``, ``UntestedTensorFlowWarning`` and ``exercises.Feedback``, and
 ``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
@@ -47,6 +47,16 @@ def covers(public):
 @covers(gradlib.GradientReversal)
 def reversal_layer_on(x):
     return gradlib.GradientReversal()(x)
+
+
+@covers(gradlib.QuantizedDense)
+def quantized_dense_on(x):
+    return gradlib.QuantizedDense(2)(x)
+
+
+@covers(gradlib.ReversalSchedule)
+def schedule_returning_nan():
+    gradlib.ReversalSchedule(gradlib.GradientReversal(), 10, schedule=lambda p: float("nan")).on_train_batch_begin(0)
 
 
 @covers(gradlib.straight_through)
@@ -98,6 +108,20 @@ CASES = {
                                          r"`axis` 1 is out of range for a tensor of rank 1"),
     "dorefa_quantize: int64 tensor": (gradlib.dorefa_quantize, (tf.constant([1], tf.int64), 2), {}, TypeError,
                                       r"`x` has dtype int64"),
+    "dorefa_weights: int32 tensor": (gradlib.dorefa_weights, (INTS, 2), {}, TypeError, r"`x` has dtype int32"),
+    "dorefa_weights: bits=0": (gradlib.dorefa_weights, (X, 0), {}, ValueError, r"`bits` must be a positive integer"),
+    # -- Keras layers and callbacks (gradlib.layers)
+    "Quantizer: unknown name": (gradlib.Quantizer, ("sign",), {}, ValueError, r"unknown quantizer 'sign'"),
+    "Quantizer: bad parameter": (gradlib.Quantizer, ("ste_sign",), {"clip": -1.0}, ValueError, r"`clip`"),
+    "QuantizedDense: units=0": (gradlib.QuantizedDense, (0,), {}, ValueError, r"`units` must be a positive integer"),
+    "QuantizedDense: kernel_quantizer=3": (gradlib.QuantizedDense, (2,), {"kernel_quantizer": 3}, TypeError,
+                                           r"`kernel_quantizer` must be None, the name of a gradlib quantizer"),
+    "QuantizedDense: int inputs": (quantized_dense_on, (INTS[None, :],), {}, TypeError, r"`inputs` has dtype int32"),
+    "ReversalSchedule: a Dense layer": (gradlib.ReversalSchedule, (tf.keras.layers.Dense(1), 10), {}, TypeError,
+                                        r"`layer` must be a gradlib.GradientReversal layer"),
+    "ReversalSchedule: schedule=1": (gradlib.ReversalSchedule, (gradlib.GradientReversal(), 10), {"schedule": 1},
+                                     TypeError, r"`schedule` must be callable"),
+    "ReversalSchedule: schedule returns NaN": (schedule_returning_nan, (), {}, ValueError, r"`schedule` returned nan"),
     "dorefa_quantize: bits=0": (gradlib.dorefa_quantize, (X, 0), {}, ValueError, r"`bits` must be a positive integer"),
     "dorefa_quantize: bits=-2": (gradlib.dorefa_quantize, (X, -2), {}, ValueError, r"`bits` must be a positive integer"),
     "dorefa_quantize: bits=2.5": (gradlib.dorefa_quantize, (X, 2.5), {}, ValueError, r"`bits` must be a positive integer"),
@@ -216,6 +240,14 @@ CASES = {
                                      r"`x` must hold real numbers"),
     "explore: family is a string": (gradlib.explore, ("softplus", X, {"beta": [1, 2]}), {}, TypeError,
                                     r"`family` must be callable"),
+    "explore_panels: compute returns one curve": (gradlib.explore_panels, (lambda a: X, X, {"a": [1, 2]}),
+                                                  {"titles": ("L", "c"), "xlabel": "t"}, ValueError,
+                                                  r"`compute` must return two curves"),
+    "explore_panels: one title": (gradlib.explore_panels, (lambda a: (X, X), X, {"a": [1, 2]}),
+                                  {"titles": ("L",), "xlabel": "t"}, ValueError, r"`titles` must be two strings"),
+    "PanelExplorer: curve of the wrong shape": (gradlib.PanelExplorer, (lambda a: (X, X[:2]), X, {"a": [1, 2]}),
+                                                {"titles": ("L", "c"), "xlabel": "t"}, ValueError,
+                                                r"returned a right curve of shape \[2\]"),
     "explore: no controls": (gradlib.explore, (smooth, X, {}), {}, ValueError, r"`controls` must be a non-empty mapping"),
     "explore: one number as options": (gradlib.explore, (smooth, X, {"beta": 3}), {}, ValueError,
                                        r"control 'beta' needs a non-empty sequence"),
@@ -404,7 +436,7 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
-NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "benchmarks.LATEST", "GradientCheck", "GradientError",
+NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "QUANTIZERS", "layers.QUANTIZERS", "benchmarks.LATEST", "GradientCheck", "GradientError",
                 "dann.DEFAULTS", "dann.PROBES", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 
@@ -460,6 +492,10 @@ KINDS = {
     ("sign_with_surrogate", "clip"): ("positive", lambda v: gradlib.sign_with_surrogate(X, "clipped", clip=v), False),
     ("sign_with_surrogate", "beta"): ("positive", lambda v: gradlib.sign_with_surrogate(X, "swish_sign", beta=v), False),
     ("dorefa_quantize", "bits"): ("positive_int", lambda v: gradlib.dorefa_quantize(X, v), False),
+    ("dorefa_weights", "bits"): ("positive_int", lambda v: gradlib.dorefa_weights(X, v), False),
+    ("QuantizedDense", "units"): ("positive_int", lambda v: gradlib.QuantizedDense(v), False),
+    ("ReversalSchedule", "total_steps"): ("positive_int", lambda v: gradlib.ReversalSchedule(gradlib.GradientReversal(), v),
+                                          False),
     ("gradient_reversal", "lam"): ("real", lambda v: gradlib.gradient_reversal(X, v), False),
     ("GradientReversal", "lam"): ("real", lambda v: gradlib.GradientReversal(v), False),
     ("check_gradient", "atol"): ("non_negative", lambda v: gradlib.check_gradient(tf.sin, [1.0], atol=v), False),
@@ -501,7 +537,8 @@ NOT_CLASSED = {
     ("exercises.check", "timeout"): "the classroom's own validation (gradlib.classroom)",
 }
 # Numeric parameters without a numeric default (the completeness test finds the others itself).
-NUMERIC_WITHOUT_DEFAULT = {("ste_sign", "clip"), ("dorefa_quantize", "bits"), ("check_gradient", "delta"),
+NUMERIC_WITHOUT_DEFAULT = {("ste_sign", "clip"), ("dorefa_quantize", "bits"), ("QuantizedDense", "units"),
+                           ("ReversalSchedule", "total_steps"), ("check_gradient", "delta"),
                            ("run_graph", "repeat"), ("progress", "total"), ("data.two_moons", "n_per_class"),
                            ("data.two_moons", "noise")}
 
