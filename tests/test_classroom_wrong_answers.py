@@ -73,6 +73,9 @@ SPECIAL = {
     ("ch04-ex3", "returns NaN"): "ch04.mismatch",
     ("ch06-ex2", "returns None"): "ch06.number_none",         # ex2 asks for a number, not a tensor
     ("ch06-ex2", "int32"): "ch06.schedule_plus_one",          # the number 1 at p = 0: the schedule without its "- 1"
+    # ch07-ex1's answer is a layer class: a generic answer that returns no layer is told so
+    **{("ch07-ex1", name): "ch07.not_layer" for name in ("returns None", "returns NaN", "wrong shape",
+                                                          "returns a str", "int32")},
 }
 
 # -- typical mistakes with a message of their own ------------------------------------------------

@@ -57,6 +57,7 @@ the cases itself, so it does not depend on the order of the tests.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import random
 import re
@@ -285,6 +286,15 @@ def generator_answer(*args):
     yield 1.0
 
 
+def registered_like(wrapper: Callable, fn: Callable) -> Callable:
+    """``wrapper``, registered with Keras when ``fn`` is (ch07-ex2 saves the quantizer it is given)."""
+    import keras
+
+    if not inspect.isclass(fn) and ">" in keras.saving.get_registered_name(fn):
+        keras.saving.register_keras_serializable(package="fuzz", name=f"answer_{id(wrapper)}")(wrapper)
+    return wrapper
+
+
 def counting(fn: Callable) -> Callable:
     """``fn``, counting its calls in ``.calls``."""
     @functools.wraps(fn)
@@ -292,7 +302,7 @@ def counting(fn: Callable) -> Callable:
         counted.calls += 1
         return fn(*args, **kwargs)
     counted.calls = 0
-    return counted
+    return registered_like(counted, fn)
 
 
 LATE_BEHAVIOURS = ("raise", "none", "nan", "wrong", "int", "reshape", "hang")
@@ -321,7 +331,7 @@ def late(reference: Callable, correct_calls: int, behaviour: str) -> Callable[[]
             if behaviour == "int":
                 return tf.cast(value, tf.int32) if isinstance(value, tf.Tensor) else np.asarray(value).astype(np.int32)
             return tf.reshape(value, [-1, 1]) if isinstance(value, tf.Tensor) else np.reshape(value, (-1, 1))
-        return answer
+        return registered_like(answer, reference)
     return make
 
 
@@ -455,16 +465,19 @@ def hostile_answers(exercise_id: str, reference: Callable, reference_calls: int,
         Case("mutates its inputs and returns the first",
              calling(lambda args: (mutate(args, rng), args[0] if args else None)[1])),
         Case("mutates its inputs and returns a shifted reference",
-             calling(lambda args: (mutate(args, rng), perturb(reference(*args), 0.5))[1])),
+             calling(lambda args: (mutate(args, rng), perturb(reference(*args), 0.5))[1]),
+             raises=inspect.isclass(reference)),   # a layer (ch07-ex1) cannot be shifted: the answer raises
     ]
     # -- correct on the first calls, then hostile ------------------------------------------
     # (every number of correct calls for the quick behaviours, one drawn at random for a hang)
     for behaviour in LATE_BEHAVIOURS:
         hangs = behaviour == "hang"
         counts = [rnd.randint(1, reference_calls - 1)] if hangs else range(1, reference_calls)
+        # a class's instance (ch07-ex1's layer) cannot be shifted, cast or reshaped: those answers raise
+        raises = inspect.isclass(reference) and behaviour in ("nan", "wrong", "int", "reshape")
         for k in counts:
             cases.append(Case(f"correct on {k} of {reference_calls} calls, then {behaviour}",
-                              late(reference, k, behaviour), hangs=hangs,
+                              late(reference, k, behaviour), hangs=hangs, raises=raises,
                               timeout=2 * reference_seconds + HANG_TIMEOUT if hangs else None))
     return cases
 

@@ -45,7 +45,7 @@ def test_every_chapter_has_a_source():
 
 def test_every_registered_check_has_an_answer_name():
     for exercise in exercises.exercise_ids():
-        assert re.fullmatch(r"[a-z_][a-z0-9_]*", exercises.answer_name(exercise) or ""), exercise
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", exercises.answer_name(exercise) or ""), exercise
     with pytest.raises(ValueError):
         exercises.answer_name("ch99-ex1")
 
@@ -58,7 +58,7 @@ def test_answer_names_match_the_check_cells(lang):
         for code in code_cells("\n".join(other) + "\n"):
             for exercise, name, call_lang in CHECK_LINE.findall(code):
                 assert call_lang == lang, (md.name, exercise)
-                assert re.search(rf"^def {name}\(", code, re.M), f"{md.name}: the cell of {exercise} defines no {name}"
+                assert re.search(rf"^(def|class) {name}\(", code, re.M), f"{md.name}: the cell of {exercise} defines no {name}"
                 found[exercise] = name
     chapters = {md.name[:2] for md in SOURCES if md.parent.name == lang}
     expected = {i: exercises.answer_name(i) for i in exercises.exercise_ids() if i[2:4] in chapters}

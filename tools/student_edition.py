@@ -148,7 +148,7 @@ def _header(chapter: str, lang: str, answers: Dict[str, str], written: List[str]
 
 
 def _stub(source: str, name: Optional[str]) -> Optional[str]:
-    """The fingerprint of the last top-level ``def name`` in a check cell's source (None if there is none)."""
+    """The fingerprint of the last top-level ``def name`` or ``class name`` in a check cell's source (None if there is none)."""
     import ast
 
     from gradlib.classroom.grade import stub_fingerprint
@@ -157,7 +157,7 @@ def _stub(source: str, name: Optional[str]) -> Optional[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             and node.name == name]
     return stub_fingerprint(defs[-1]) if defs else None
 

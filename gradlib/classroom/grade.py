@@ -169,14 +169,14 @@ def _parse(source: str) -> Optional[ast.Module]:
 
 
 def stub_fingerprint(function: ast.AST) -> str:
-    """The fingerprint of a function definition (its decorators, signature and body, as
+    """The fingerprint of a function (or class) definition (its decorators, signature and body, as
     :func:`ast.unparse` writes them): comments and spacing do not change it, any edit of the code does."""
     return "sha256:" + hashlib.sha256(ast.unparse(function).encode("utf-8")).hexdigest()[:32]
 
 
 def binding_fingerprints(nb, name: str) -> List[Optional[str]]:
     """Every statement of the notebook's code cells that binds ``name``, in order, as the
-    :func:`stub_fingerprint` of a top-level ``def`` or None for any other binding (an assignment, an
+    :func:`stub_fingerprint` of a top-level ``def`` or ``class`` or None for any other binding (an assignment, an
     import, a nested ``def``, a ``for`` target ...); cells that do not parse bind nothing (they never run).
     """
     found: List[Optional[str]] = []
@@ -186,7 +186,7 @@ def binding_fingerprints(nb, name: str) -> List[Optional[str]]:
         tree = _parse(_text(cell.get("source")))
         if tree is None:
             continue
-        top = {id(node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        top = {id(node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         bindings = []
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
