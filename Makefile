@@ -69,12 +69,24 @@ GRADLIB_HASH = $(shell find gradlib \( -name '*.py' -o -name '*.json' \) ! -name
 BENCH_REPORT := gradlib/book/bench-latest.json
 BENCH_HASH = $(shell sha256sum $(BENCH_REPORT) | cut -c1-16)
 
+# larq, for the bench's comparison with gradlib's ste_sign and chapter 7's with
+# QuantizedDense (requirements/larq.txt says why it lives in a folder of its
+# own, installed without its dependencies; both run it in a subprocess).  If it
+# cannot be installed, the bench and the chapter go on and say so.
+LARQ_SITE  := $(VENV)/larq-site
+LARQ_STAMP := $(LARQ_SITE)/.gradbook-installed
+
+$(LARQ_STAMP): requirements/larq.txt $(STAMP)
+	rm -rf $(LARQ_SITE)
+	$(BIN)/python -m pip install --quiet --no-deps --target $(LARQ_SITE) -r requirements/larq.txt \
+	  && touch $@ || echo "larq could not be installed: make bench and chapter 7 go on without it and say so"
+
 NODE_STAMP := node_modules/.package-lock.json
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 
-book: $(STAMP) $(NODE_STAMP)
+book: $(STAMP) $(NODE_STAMP) $(LARQ_STAMP)
 	@if [ "$$(cat _build/.gradlib-hash 2>/dev/null)" != "$(GRADLIB_HASH)" ]; then \
 	  echo "gradlib changed: executing every chapter afresh"; rm -rf _build; fi
 	@if [ -d _build ] && [ "$$(cat _build/.bench-hash 2>/dev/null)" != "$(BENCH_HASH)" ]; then \
@@ -104,18 +116,6 @@ test: book browser colab-env
 
 serve: book
 	$(BIN)/python -m http.server --directory _build/html $(PORT)
-
-# larq, for the bench's comparison with gradlib's ste_sign only (requirements/larq.txt
-# says why it lives in a folder of its own, installed without its dependencies;
-# tools/bench_ops.py runs it in a subprocess).  If it cannot be installed, the
-# bench goes on and its report says so.
-LARQ_SITE  := $(VENV)/larq-site
-LARQ_STAMP := $(LARQ_SITE)/.gradbook-installed
-
-$(LARQ_STAMP): requirements/larq.txt $(STAMP)
-	rm -rf $(LARQ_SITE)
-	$(BIN)/python -m pip install --quiet --no-deps --target $(LARQ_SITE) -r requirements/larq.txt \
-	  && touch $@ || echo "larq could not be installed: make bench goes on without it and says so"
 
 bench: $(STAMP) $(NODE_STAMP) $(LARQ_STAMP)
 	$(BIN)/python -m tools.bench

@@ -58,7 +58,9 @@ class Quantizer:
             raise ValueError(f"unknown quantizer {name!r}; gradlib's quantizers are {sorted(QUANTIZERS)}, "
                              "or pass any callable of one tensor")
         self.name, self.params = name, dict(params)
-        QUANTIZERS[name](tf.constant([-1.0, 0.0, 0.5]), **self.params)  # a bad parameter fails here, by name
+        # A bad parameter fails here, by name.  The probe has rank 4, so that every axis a dense
+        # (rank 2) or convolution (rank 4) kernel has is accepted (xnor_binarize's axis=(0, 1, 2)).
+        QUANTIZERS[name](tf.reshape(tf.range(-8.0, 8.0), [2, 2, 2, 2]), **self.params)
 
     def __call__(self, x):
         return QUANTIZERS[self.name](x, **self.params)
@@ -152,7 +154,10 @@ class QuantizedDense(keras.layers.Dense):
         self.activation_quantizer = _quantizer(activation_quantizer, "activation_quantizer")
 
     def call(self, inputs, training=None):
-        x = float_tensor(inputs, "inputs")
+        x = tf.convert_to_tensor(inputs)
+        if x.dtype.is_integer:  # as keras.layers.Dense does: integers become the compute dtype
+            x = tf.cast(x, self.compute_dtype)
+        x = float_tensor(x, "inputs")
         if self.activation_quantizer is not None:
             x = self.activation_quantizer(x)
         kernel = tf.convert_to_tensor(self.kernel)  # the autocast read: float16 under mixed_float16

@@ -245,7 +245,10 @@ def dorefa_weights(x, bits: int = 2):
     Backward: straight through :math:`q_k` only (:func:`dorefa_quantize`,
     whose derivative is 1 on :math:`[0, 1]`, where :math:`u` lies); the normalisation by
     :math:`\tanh` and by the maximum is differentiated as written, so the
-    element holding the maximum also receives a term through it.  The
+    element holding the maximum also receives a term through it.  An
+    all-zero ``x`` has a zero gradient (``divide_no_nan`` sends no gradient
+    through the division by a zero maximum): a layer whose kernel starts at
+    zero never moves under this quantizer, so initialise it otherwise.  The
     formula is the paper's for :math:`k \ge 2`; it runs for :math:`k = 1`
     too (values :math:`\pm 1`, and :math:`-1` at :math:`x = 0`, since
     ``tf.round`` takes :math:`1/2` to 0), but for 1-bit weights the paper uses

@@ -97,6 +97,23 @@ def test_bad_units(units):
         gradlib.QuantizedDense(units)
 
 
+def test_integer_inputs_are_cast_like_dense():
+    layer = dense(use_bias=False)
+    np.testing.assert_allclose(layer(tf.constant([[1, 0, -2, 3]])), np.array([[1, 0, -2, 3]]) @ np_sign(KERNEL))
+
+
+def test_xnor_axes_of_a_convolution_kernel_are_accepted_and_saved(tmp_path):
+    quantizer = gradlib.Quantizer("xnor_binarize", axis=(0, 1, 2))
+    kernel = tf.reshape(tf.range(-12.0, 12.0), [2, 3, 2, 2])
+    np.testing.assert_array_equal(quantizer(kernel), gradlib.xnor_binarize(kernel, axis=(0, 1, 2)))
+    assert gradlib.Quantizer("xnor_binarize", axis=-2)(tf.ones([3, 2])).shape == (3, 2)
+    model = keras.Sequential([keras.Input((4,)), gradlib.QuantizedDense(3, kernel_quantizer=gradlib.Quantizer(
+        "xnor_binarize", axis=0))])
+    model.save(str(tmp_path / "x.keras"))
+    loaded = keras.models.load_model(str(tmp_path / "x.keras"))
+    assert loaded.layers[0].kernel_quantizer == gradlib.Quantizer("xnor_binarize", axis=0)
+
+
 def test_bad_quantizer_parameter_fails_at_construction():
     with pytest.raises(ValueError, match="clip"):
         gradlib.Quantizer("ste_sign", clip=-1.0)
