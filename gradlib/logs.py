@@ -22,7 +22,8 @@ class _ListHandler(logging.Handler):
 
 @contextlib.contextmanager
 def captured_tf_warnings() -> Iterator[List[str]]:
-    """Collect the messages TensorFlow logs (``WARNING:tensorflow:...``) in a list.
+    """Collect the messages TensorFlow logs (``WARNING:tensorflow:...``, and ``WARNING:absl:...``
+    from the parts of TensorFlow that log through absl) in a list.
 
     Inside the block nothing reaches stderr; the list holds each message, so
     a notebook can print the warning a reader would otherwise see in red.
@@ -36,12 +37,16 @@ def captured_tf_warnings() -> Iterator[List[str]]:
     ``[]`` where its first run gave the message.
     """
     messages: List[str] = []
-    logger = tf.get_logger()
     handler = _ListHandler(messages)
-    saved = logger.propagate, list(logger.handlers)
-    logger.handlers = [handler]
-    logger.propagate = False
+    # TensorFlow's own logger, and absl's, which parts of TensorFlow log through
+    # (tf.saved_model.load: "Importing a function ... with ops with unsaved custom gradients").
+    loggers = [tf.get_logger(), logging.getLogger("absl")]
+    saved = [(logger.propagate, list(logger.handlers)) for logger in loggers]
+    for logger in loggers:
+        logger.handlers = [handler]
+        logger.propagate = False
     try:
         yield messages
     finally:
-        logger.propagate, logger.handlers = saved[0], saved[1]
+        for logger, (propagate, handlers) in zip(loggers, saved):
+            logger.propagate, logger.handlers = propagate, handlers

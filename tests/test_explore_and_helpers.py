@@ -207,3 +207,15 @@ def test_explore_panels_static_page_names_its_panels_and_axis():
 def test_explore_panels_bad_input(compute, titles, error, match):
     with pytest.raises(error, match=match):
         gradlib.explore_panels(compute, np.arange(5), {"rate": [1, 2]}, titles=titles, xlabel="t")
+
+
+def test_captured_tf_warnings_also_collects_absl_and_restores_it():
+    import logging
+
+    absl = logging.getLogger("absl")
+    before = absl.propagate, list(absl.handlers)
+    with gradlib.captured_tf_warnings() as messages:
+        absl.warning("Importing a function (%s) with ops with unsaved custom gradients.", "f")
+        absl.info("not a warning")
+    assert messages == ["Importing a function (f) with ops with unsaved custom gradients."]
+    assert (absl.propagate, list(absl.handlers)) == before
