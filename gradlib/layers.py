@@ -58,9 +58,13 @@ class Quantizer:
             raise ValueError(f"unknown quantizer {name!r}; gradlib's quantizers are {sorted(QUANTIZERS)}, "
                              "or pass any callable of one tensor")
         self.name, self.params = name, dict(params)
-        # A bad parameter fails here, by name.  The probe has rank 4, so that every axis a dense
-        # (rank 2) or convolution (rank 4) kernel has is accepted (xnor_binarize's axis=(0, 1, 2)).
-        QUANTIZERS[name](tf.reshape(tf.range(-8.0, 8.0), [2, 2, 2, 2]), **self.params)
+        # A bad parameter fails here, by name.  The probe has rank 5, so that every axis of a dense
+        # (rank 2) or a convolution kernel, up to Conv3D's rank 5, is accepted (xnor_binarize's axis).
+        try:
+            QUANTIZERS[name](tf.reshape(tf.range(-16.0, 16.0), [2, 2, 2, 2, 2]), **self.params)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"Quantizer({name!r}, ...): {err} (checked on a kernel of rank 5, the largest "
+                            "a Keras layer has)") from None
 
     def __call__(self, x):
         return QUANTIZERS[self.name](x, **self.params)

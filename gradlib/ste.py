@@ -31,32 +31,32 @@ def _with_derivative(x: tf.Tensor, forward: Callable[[tf.Tensor], tf.Tensor],
 
     Where the derivative is 0 the gradient is 0 whatever ``dy`` is: a blocked
     position passes nothing, not ``inf * 0 = NaN`` (larq masks with
-    ``tf.where`` for the same reason).  For a finite ``dy`` the product is
-    returned as is, so its values (and the sign of its zeros) do not change.
+    ``tf.where`` for the same reason).  For a finite ``dy`` and a general
+    ``derivative`` the product is returned as is, so its values (and, eagerly
+    and in ``tf.function``, the sign of its zeros) do not change.
 
-    Two common derivatives take fewer ops, with the same values:
-    ``derivative=None`` is the constant 1 (``dy`` itself is returned, never
-    blocked; a product ``dy * 1`` differed only where eager CPU kernels flush
-    a subnormal ``dy`` to 0, which graphs and XLA did not), and ``mask`` is a
-    boolean function whose derivative is ``cast(mask(x))``, 1 or 0 (blocked
-    exactly where the mask is False).  Outside XLA each op is a full pass
-    over the tensor, so the count matters (``make bench`` times it).
+    Two common derivatives take fewer ops: ``derivative=None`` is the constant
+    1 (``dy`` itself is returned, never blocked; a product ``dy * 1`` differed
+    only where eager CPU kernels flush a subnormal ``dy`` to 0, which graphs
+    and XLA did not), and ``mask`` is a boolean function whose derivative is
+    1 where it holds and 0 elsewhere: ``dy`` itself passes where the mask
+    holds, and exactly +0 elsewhere (larq's ``tf.where(mask, dy, 0)``; the
+    product ``dy * 0`` would be -0 for a negative ``dy``, which no update can
+    tell from +0, and XLA returns +0 for it anyway).  Outside XLA each op is a
+    full pass over the tensor, so the count matters (``make bench`` times it).
     """
     if derivative is not None and mask is not None:
         raise TypeError("give `derivative` or `mask`, not both")
 
     def backward(inp, dy):
         if mask is not None:
-            passes = mask(inp)
-            product = dy * tf.cast(passes, dy.dtype)
-            keep = tf.logical_or(passes, tf.math.is_finite(dy))
-        elif derivative is not None:
+            return tf.where(mask(inp), dy, tf.constant(0, dy.dtype))
+        if derivative is not None:
             d = tf.cast(derivative(inp), dy.dtype)
             product = dy * d
             keep = tf.logical_or(tf.not_equal(d, 0), tf.math.is_finite(dy))
-        else:
-            return dy
-        return tf.where(keep, product, tf.constant(0, product.dtype))
+            return tf.where(keep, product, tf.constant(0, product.dtype))
+        return dy
 
     @tf.custom_gradient
     def op(inp):

@@ -588,3 +588,43 @@ def test_the_checks_write_nothing_to_stderr(capfd):
     for exercise_id, answer in (("ch07-ex1", GradScaledDense), ("ch07-ex2", ternary)):
         assert feedback(exercise_id, answer).passed
     assert capfd.readouterr().err == ""
+
+
+def test_ex2_chapter_5s_ste_inside_gets_its_own_diagnosis():
+    from gradlib.classroom.exercises.ch07 import _ternary_sign_only
+
+    for lang in ("en", "zh"):
+        feedback = exercises.check("ch07-ex2", _ternary_sign_only, lang=lang)
+        assert not feedback.passed and feedback.key == "ch07.sign_only", feedback.message
+
+
+class _MultiplierFrozenLater(keras.layers.Layer):
+    """Right, except that the multiplier is made non-trainable after creation and grad_fn returns [dK] only."""
+
+    def __init__(self, units, multiplier=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.initial = units, multiplier
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.multiplier = self.add_weight(shape=(), name="multiplier",
+                                          initializer=keras.initializers.Constant(self.initial))
+        self.multiplier.trainable = False
+
+    def call(self, x):
+        return self._matmul(x)
+
+    @tf.custom_gradient
+    def _matmul(self, x):
+        kernel, m = tf.convert_to_tensor(self.kernel), tf.convert_to_tensor(self.multiplier)
+
+        def grad_fn(dy, variables=None):
+            return tf.matmul(dy, kernel, transpose_b=True), [tf.cast(m * tf.matmul(x, dy, transpose_a=True),
+                                                                     variables[0].dtype)]
+        return tf.matmul(x, kernel), grad_fn
+
+
+def test_ex1_a_multiplier_made_non_trainable_later_is_explained():
+    feedback = exercises.check("ch07-ex1", _MultiplierFrozenLater, lang="en")
+    assert not feedback.passed and feedback.key == "ch07.variables_list"
+    assert "multiplier.trainable = False" in feedback.message and "here one" not in feedback.message

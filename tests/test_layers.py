@@ -107,6 +107,9 @@ def test_xnor_axes_of_a_convolution_kernel_are_accepted_and_saved(tmp_path):
     kernel = tf.reshape(tf.range(-12.0, 12.0), [2, 3, 2, 2])
     np.testing.assert_array_equal(quantizer(kernel), gradlib.xnor_binarize(kernel, axis=(0, 1, 2)))
     assert gradlib.Quantizer("xnor_binarize", axis=-2)(tf.ones([3, 2])).shape == (3, 2)
+    assert gradlib.Quantizer("xnor_binarize", axis=(0, 1, 2, 3))(tf.ones([2, 2, 2, 2, 3])).shape == (2, 2, 2, 2, 3)
+    with pytest.raises(ValueError, match="out of range .* rank 5"):
+        gradlib.Quantizer("xnor_binarize", axis=5)
     model = keras.Sequential([keras.Input((4,)), gradlib.QuantizedDense(3, kernel_quantizer=gradlib.Quantizer(
         "xnor_binarize", axis=0))])
     model.save(str(tmp_path / "x.keras"))

@@ -207,6 +207,7 @@ BLOCKING = {
     "swish_sign": (lambda x: gradlib.sign_with_surrogate(x, "swish_sign", beta=50.0), lambda x: np.abs(50 * x) <= 80),
 }
 KINKS = np.array([-3.0, -2.0, -1.0, -CLIP, -0.5, 0.0, 0.5, CLIP, 1.0, 1.3, 2.0, 3.0], np.float32)
+MASKING = {"ste_sign_clip", "dorefa_2bit", "clipped"}  # 0/1 derivatives: tf.where(mask, dy, 0), as larq
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan], ids=["inf", "-inf", "nan"])
@@ -234,4 +235,9 @@ def test_finite_upstream_gradients_are_bit_identical_to_the_product(name):
     derivative = tape.gradient(ones, x).numpy()  # dy = 1: the surrogate derivative itself
     product = upstream * derivative
     np.testing.assert_array_equal(g, product)
-    np.testing.assert_array_equal(np.signbit(g), np.signbit(product))
+    if name in MASKING:  # a 0/1 derivative: dy itself where it passes, exactly +0 where it blocks
+        blocked = derivative == 0
+        assert blocked.any() and not np.signbit(g[blocked]).any()
+        np.testing.assert_array_equal(np.signbit(g[~blocked]), np.signbit(upstream[~blocked]))
+    else:
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(product))

@@ -684,6 +684,9 @@ def _wrong_gradients(w: np.ndarray, upstream: np.ndarray):
     yield "ch07.alpha_scaled", alpha * dy + plain
     yield "ch07.masked", dy * (ternary_parts(w)[0] != 0)
     yield "ch07.masked", dy * (ternary_parts(w)[0] != 0) + plain
+    # alpha * mask * gradlib.ste_sign(w): straight through sign only, the mask and α outside
+    yield "ch07.sign_only", alpha * dy * (ternary_parts(w)[0] != 0)
+    yield "ch07.sign_only", alpha * dy * (ternary_parts(w)[0] != 0) + plain
 
 
 VALUE_MISTAKES = (("ch07.tie", dict(strict=False)), ("ch07.delta_max", dict(delta_from="max_abs")),
@@ -930,6 +933,14 @@ def _ternary_with(*, delta=lambda w: 0.7 * tf.reduce_mean(tf.abs(w)), strict=Tru
     return ternary
 
 
+def _ternary_sign_only(w):  # chapter 5's STE inside: straight through sign only, the mask and α outside
+    from gradlib import ste_sign
+    a = tf.abs(w)
+    mask = tf.cast(a > 0.7 * tf.reduce_mean(a), w.dtype)
+    scale = tf.math.divide_no_nan(tf.reduce_sum(a * mask), tf.reduce_sum(mask))
+    return tf.stop_gradient(scale * mask) * ste_sign(w)
+
+
 def _ternary_float32_cast(w):  # everything computed in float32, also for a float16 kernel
     return _ternary_with()(tf.cast(w, tf.float32))
 
@@ -970,6 +981,7 @@ def _ternary_registered_custom_gradient(w):  # registered, but a tf.custom_gradi
     ("tf.where, no gradient", _ternary_where, "ch07.no_ste"),
     ("gradient scaled by α", _ternary_with(straight="scaled"), "ch07.alpha_scaled"),
     ("gradient only where |w| > Δ", _ternary_with(straight="masked"), "ch07.masked"),
+    ("α · mask · gradlib.ste_sign(w)", _ternary_sign_only, "ch07.sign_only"),
     ("grad_fn ignores dy", _ternary_with(straight="ones"), "ch07.ste_upstream"),
     ("0/0 on an all-zero kernel", _ternary_with(safe=False), "ch07.zero_nan"),
     ("float32 result for float16", _ternary_float32_cast, "ch07.half"),
