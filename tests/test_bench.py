@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from pathlib import Path
 
@@ -312,6 +313,8 @@ def test_op_timings_by_mode_time_every_op_in_every_mode():
         for entry in ops.values():
             assert entry["seconds"] > 0
             assert entry["ratio_to_identity"] == pytest.approx(entry["seconds"] / ops[bench_ops.IDENTITY]["seconds"])
+            assert len(entry["ratio_iqr"]) == len(entry["ratio_ci"]) == 2  # the spread of the per-round ratios
+        assert ops[bench_ops.IDENTITY]["ratio_iqr"] == ops[bench_ops.IDENTITY]["ratio_ci"] == [1.0, 1.0]
     assert {"dorefa_weights(bits=2)", "sign_with_surrogate('swish_sign')", "ste_sign(clip=1)"} <= set(names)
     with pytest.raises(ValueError, match="mode"):
         bench_ops.op_timings_by_mode(n=10, rounds=1, modes=["graph"])
@@ -376,8 +379,42 @@ def test_layer_step_timings_structure():
     step = bench_ops.layer_step_timings(rounds=2, shape=shape)
     assert list(step) == ["function", "xla"]
     for entry in step.values():
-        assert set(entry) == {"dense_s", "quantized_s", "ratio"}
+        assert set(entry) == {"dense_s", "quantized_s", "ratio", "ratio_iqr", "ratio_ci"}
         assert entry["ratio"] == pytest.approx(entry["quantized_s"] / entry["dense_s"])
+        assert entry["ratio_iqr"][0] <= entry["ratio_iqr"][1]
+
+
+def test_layer_step_times_other_kernel_quantizers_in_the_same_rounds():
+    from tools import bench_ops
+
+    shape = {"batch": 8, "inputs": 16, "hidden": 8, "classes": 3}
+    step = bench_ops.layer_step_timings(rounds=2, shape=shape, modes=["function"],
+                                        others={"dorefa_weights": "dorefa_weights"})
+    other = step["function"]["others"]["dorefa_weights"]
+    assert set(other) == {"quantized_s", "ratio", "ratio_iqr", "ratio_ci"}
+    assert other["ratio"] == pytest.approx(other["quantized_s"] / step["function"]["dense_s"])
+
+
+def test_the_spread_is_of_the_per_round_ratios():
+    from tools import bench_ops
+
+    reference = [1.0, 2.0, 4.0, 8.0, 16.0]  # the machine's speed varies from round to round ...
+    samples = [2 * r for r in reference]  # ... the ratio does not
+    assert bench_ops.ratio_iqr(samples, reference) == [2.0, 2.0]
+    assert bench_ops.median_ci(samples, reference) == [2.0, 2.0]
+    ratios = [1.0, 2.0, 3.0, 4.0, 5.0]  # quartiles (inclusive) 2 and 4
+    assert bench_ops.ratio_iqr(ratios, [1.0] * 5) == [2.0, 4.0]
+    low, high = bench_ops.median_ci(ratios * 10, [1.0] * 50)
+    assert 1.0 < low < 3.0 < high < 5.0  # the ratio of medians is pinned down more closely than one round varies
+    assert bench_ops.median_ci(ratios * 10, [1.0] * 50) == [low, high]  # seeded: the same samples, the same interval
+    assert bench_ops.ratio_iqr([3.0], [1.0]) == bench_ops.median_ci([3.0], [1.0]) == [3.0, 3.0]
+
+
+def test_the_report_records_the_machine(bench, monkeypatch):
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "1")
+    machine = bench.machine()
+    assert machine["cpu_count"] == os.cpu_count() and machine["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert isinstance(machine["cpu"], str) and machine["cpu"]
 
 
 def test_layer_step_sees_a_costly_quantizer():
@@ -430,6 +467,7 @@ def test_larq_timings_compare_like_with_like():
         for label, (ours, theirs) in bench_ops.LARQ_PAIRS.items():
             assert result["gradlib_over_larq"][mode][label] == pytest.approx(
                 ops[ours]["seconds"] / ops[theirs]["seconds"])
+            assert len(result["gradlib_over_larq_iqr"][mode][label]) == len(result["gradlib_over_larq_ci"][mode][label]) == 2
 
 
 FAKE_SECTIONS = {"ops": {"identity": {"seconds": 0.001, "ratio_to_identity": 1.0}},

@@ -39,7 +39,7 @@ def test_ratios_are_computed_from_the_seconds():
     text = benchmarks.report(RESULTS, lang="en").data
     assert "| chapter `chapters/en/01_gradients.md` | 10.00 | 2.50× | — |" in text
     assert "| warm rebuild (same output dir, nothing changed) | 2.00 | 0.50× | 0.03× |" in text
-    assert "stop_gradient trick (the same STE for round): 1.50×" in text  # 0.006 / 0.004
+    assert "stop_gradient trick (the same STE for round), in `tf.function`: 1.50×" in text  # 0.006 / 0.004
     assert "| `chapters/en/01_gradients.html` | 300.0 | 4 | 0.20× |" in text
     assert "| control change → TensorFlow recompute → matplotlib redraw | 8.0 | 1.25× |" in text
 
@@ -66,7 +66,14 @@ def test_the_shipped_report_is_a_full_run():
     assert set(results["layer_step"]) == {"function", "xla"}
     assert results["larq"]["available"], results["larq"]  # the appendix compares with larq
     goal = benchmarks.quantizer_goal(results)
-    assert len(goal["met"]) + len(goal["missed"]) >= 7  # ste_sign (2), xnor, dorefa (2), the surrogates
+    assert len(goal["met"]) + len(goal["missed"]) + len(goal["undecided"]) >= 7  # distinct programs
+    assert set(goal["aliases"]) == set(benchmarks.ALIASES)
+    for section in ("ops_eager", "ops", "ops_xla"):  # every ratio carries its spread and interval
+        assert all(len(e["ratio_iqr"]) == len(e["ratio_ci"]) == 2 for e in results[section].values())
+    for entry in results["layer_step"].values():
+        assert "dorefa_weights" in entry["others"] and entry["ratio_ci"]
+    assert set(results["larq"]["gradlib_over_larq_ci"]) == {"eager", "function", "xla"}
+    assert results["machine"]["cpu_count"] >= 1
 
 
 # -- the sections of issue 13: ops in three modes, the layer step, larq --------------------------
@@ -109,7 +116,7 @@ def test_the_new_sections_render_in_both_languages_with_the_same_numbers():
     assert "达到的：`ste_sign`。未达到的：`ste_sign(clip=1)`。" in zh
     # the layer step
     assert "(256 → 512 → 512 → 10, batch 128), median of 51 rounds; goal ≤ 1.3×" in en
-    assert "| `tf.function` | 8.00 | 8.80 | 1.10× |" in en and "| XLA | 6.00 | 5.70 | 0.95× |" in en
+    assert "| `tf.function` | `ste_sign` | 8.00 | 8.80 | 1.10× |" in en and "| XLA | `ste_sign` | 6.00 | 5.70 | 0.95× |" in en
     assert "批大小 128" in zh
     # larq: the table, then gradlib over larq like with like
     assert "larq 0.14.0's (tf_keras 2.21.0" in en
@@ -118,7 +125,7 @@ def test_the_new_sections_render_in_both_languages_with_the_same_numbers():
     assert "| 不截断 | 1.01× | 0.99× | 1.02× |" in zh
     # when the op timings were merged later than the full run
     assert "(op, layer and larq timings: 2026-11-27T14:00:00+00:00)" in en
-    assert "custom_gradient` against the stop_gradient trick (the same STE for round): 1.50×." in en  # tf.function
+    assert "custom_gradient` against the stop_gradient trick (the same STE for round), in `tf.function`: 1.50×." in en
 
 
 def test_an_older_report_without_the_new_keys_still_renders():
@@ -146,4 +153,68 @@ def test_the_quantizer_goal_counts_only_quantizers():
                                 "round, tf.grad_pass_through": 5.0})}
     assert benchmarks.quantizer_goal(results) == {
         "met": ["ste_sign", "dorefa_weights(bits=2)"],
-        "missed": ["xnor_binarize", "sign_with_surrogate('tanh')"]}
+        "missed": ["xnor_binarize", "sign_with_surrogate('tanh')"], "undecided": [], "aliases": {}}
+
+
+def test_the_quantizers_are_those_of_gradlib_layers():
+    from gradlib import layers
+
+    assert {q.rstrip("(") for q in benchmarks.QUANTIZERS} == set(layers.QUANTIZERS)
+
+
+def test_the_verdict_is_judged_by_the_interval():
+    assert benchmarks.verdict(1.2, [1.1, 1.29], 1.3) == "met"
+    assert benchmarks.verdict(1.4, [1.31, 1.5], 1.3) == "missed"
+    assert benchmarks.verdict(1.2, [1.1, 1.4], 1.3) == "undecided"
+    assert benchmarks.verdict(1.2, None, 1.3) == "met" and benchmarks.verdict(1.4, None, 1.3) == "missed"
+
+
+def _spread_ops(entries):
+    return {name: {"seconds": 0.001 * r, "ratio_to_identity": r, "ratio_iqr": iqr, "ratio_ci": ci}
+            for name, (r, iqr, ci) in entries.items()}
+
+
+def test_aliases_are_counted_once_and_the_spread_is_shown():
+    ops = _spread_ops({IDENTITY: (1.0, [1.0, 1.0], [1.0, 1.0]),
+                       "ste_sign": (1.25, [1.0, 1.6], [1.2, 1.28]),
+                       "sign_with_surrogate('identity')": (1.35, [1.1, 1.7], [1.31, 1.4]),
+                       "ste_round": (1.3, [1.0, 1.6], [1.2, 1.4]),
+                       "xnor_binarize": (1.8, [1.5, 2.1], [1.7, 1.9])})
+    results = {**NEW, "ops_xla": ops, "ops": ops, "ops_eager": ops}
+    goal = benchmarks.quantizer_goal(results)
+    assert goal == {"met": ["ste_sign"], "missed": ["xnor_binarize"], "undecided": ["ste_round"],
+                    "aliases": {"sign_with_surrogate('identity')": "ste_sign"}}
+    en, zh = (benchmarks.report(results, lang=lang).data for lang in ("en", "zh"))
+    assert numbers(en) == numbers(zh)
+    assert "| sign_with_surrogate('identity') (= ste_sign) | 1.35× (1.10–1.70) |" in en
+    assert "Undecided (the interval of the median straddles the goal): `ste_round`." in en
+    assert "interquartile range of the per-round ratios" in en and "四分位距" in zh
+
+
+def test_the_layer_table_has_a_row_per_kernel_quantizer_and_the_machine_is_named():
+    step = {mode: {**entry, "ratio_iqr": [0.9, 1.2], "ratio_ci": [1.0, 1.1],
+                   "others": {"dorefa_weights": {"quantized_s": 0.012, "ratio": 1.5, "ratio_iqr": [1.2, 1.8],
+                                                 "ratio_ci": [1.4, 1.6]}}}
+            for mode, entry in NEW["layer_step"].items()}
+    machine = {"cpu": "AMD EPYC", "cpu_count": 2, "intra_op_threads": 0, "TF_NUM_INTRAOP_THREADS": "1"}
+    larq = {**NEW["larq"], "gradlib_over_larq_iqr": {m: {"clipped at 1": [0.8, 1.2], "unclipped": [0.9, 1.1]}
+                                                    for m in ("eager", "function", "xla")}}
+    results = {**NEW, "layer_step": step, "machine": machine, "larq": larq}
+    en, zh = (benchmarks.report(results, lang=lang).data for lang in ("en", "zh"))
+    assert numbers(en) == numbers(zh)
+    assert "| `tf.function` | `dorefa_weights` | 8.00 | 12.00 | 1.50× (1.20–1.80) |" in en
+    assert "| `tf.function` | `ste_sign` | 8.00 | 8.80 | 1.10× (0.90–1.20) |" in en
+    assert " · AMD EPYC, 2 cores, intra-op threads 1" in en
+    assert "| clipped at 1 (larq's default) | 1.19× (0.80–1.20) |" in en
+
+
+def test_the_larq_version_the_prose_names_is_the_pinned_one():
+    """The appendix types "larq 0.14" (a version, not a result): it must be the one requirements/larq.txt pins."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pinned = re.search(r"^larq==(\d+\.\d+)\.\d+$", (root / "requirements" / "larq.txt").read_text(encoding="utf-8"),
+                       re.M).group(1)
+    for lang in ("en", "zh"):
+        named = set(re.findall(r"larq (\d+\.\d+)", (root / "chapters" / lang / "benchmarks.md").read_text(encoding="utf-8")))
+        assert named == {pinned}, (lang, named, pinned)

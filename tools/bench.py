@@ -405,14 +405,33 @@ def op_sections() -> dict:
     sections = {"ops": modes["function"], "ops_eager": modes["eager"], "ops_xla": modes["xla"],
                 "op_elements": bench_ops.N_ELEMENTS, "op_rounds": bench_ops.ROUNDS}
     log("one training step: QuantizedDense MLP against Dense MLP ...")
-    sections["layer_step"] = bench_ops.layer_step_timings()
+    sections["layer_step"] = bench_ops.layer_step_timings(others={"dorefa_weights": "dorefa_weights"})
     sections["layer_shape"], sections["layer_rounds"] = dict(bench_ops.LAYER_SHAPE), bench_ops.ROUNDS
     log("gradlib's ste_sign against larq's (subprocess) ...")
     sections["larq"] = bench_ops.larq_timings()
     if not sections["larq"]["available"]:
         log(f"larq not measured: {sections['larq']['reason']}")
     sections["ops_date"] = started
+    sections["machine"] = machine()
     return sections
+
+
+def machine() -> dict:
+    """Where the op timings ran: the CPU model, ``os.cpu_count()`` and TensorFlow's intra-op threads
+    (the ``TF_NUM_INTRAOP_THREADS`` setting, or 0 for TensorFlow's default, one per core)."""
+    import tensorflow as tf
+
+    model = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cpu_count": os.cpu_count(),
+            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "TF_NUM_INTRAOP_THREADS": os.environ.get("TF_NUM_INTRAOP_THREADS")}
 
 
 def merge_op_sections(path: Path | None = None) -> dict:

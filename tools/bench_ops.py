@@ -6,11 +6,13 @@ Ops
     ``tf.function(jit_compile=True)`` (XLA, which can fuse the elementwise
     ops of both passes).  The backward pass gets a real upstream gradient (a
     random tensor passed in, ``output_gradients=dy``), so that no mode can fold
-    it away: the reference, ``tf.identity``, really passes ``x`` forward and
-    ``dy`` back, and the function returns ``sum(y) + sum(dx)`` so that neither
-    pass can be pruned.  Under XLA the identity is an alias (it copies
-    nothing), so an op's ratio there counts the memory it must write and read
-    again, its ``y`` and its ``dx``, on top of its arithmetic.
+    it away, and the function returns ``sum(y) + sum(dx)`` so that neither
+    pass can be pruned.  The reference, ``tf.identity``, does no work of its
+    own in any mode: its compiled program is just ``sum(x) + sum(dy)`` (it
+    reads both inputs, it writes no array).  So every ratio is against "read
+    the inputs and do nothing", a floor, not against a forward and backward
+    pass.  What an op costs above it under XLA (on the CPU) is mostly the
+    arrays its compiled program writes and reads again, plus its arithmetic.
 Layer step
     One ``train_on_batch`` of a small MLP of ``gradlib.QuantizedDense``
     layers against the same MLP of ``keras.layers.Dense`` (same shapes, same
@@ -24,7 +26,12 @@ Everything is timed round-robin (one call of each per round, every mode in
 the same round, in an order shuffled anew each round) so that machine noise
 and cache states hit all alike, and each is reported
 as its median over the rounds divided by the median of its reference in the
-same run.
+same run.  Because every round times an op and its reference together, each
+round also gives one paired ratio; the report keeps the interquartile range of
+those per-round ratios (``ratio_iqr``, how much one round varies) and a 95 %
+bootstrap interval of the reported ratio of medians, resampling whole rounds
+(``ratio_ci``, how precisely the rounds pin that ratio down), by which a goal
+is judged.
 """
 
 from __future__ import annotations
@@ -79,12 +86,14 @@ def _ops() -> Dict[str, Callable]:
     }
 
 
-def _round_robin(calls: Dict[object, Callable[[], object]], rounds: int, seed: int = 0) -> Dict[object, float]:
-    """Median seconds of each call, one call of each per round (after one warm-up call each).
+def _round_robin_samples(calls: Dict[object, Callable[[], object]], rounds: int,
+                         seed: int = 0) -> Dict[object, list]:
+    """Seconds of each call in each round, one call of each per round (after one warm-up call each).
 
     The order changes from round to round (shuffled with ``seed``): a call
     that always came after the same one would always find the caches in the
     state that one left, and two identical ops could differ by that alone.
+    ``samples[key][i]`` is round ``i``'s time, so two keys' samples are paired.
     """
     import random
 
@@ -98,7 +107,41 @@ def _round_robin(calls: Dict[object, Callable[[], object]], rounds: int, seed: i
             start = time.perf_counter()
             calls[key]()
             samples[key].append(time.perf_counter() - start)
-    return {key: statistics.median(values) for key, values in samples.items()}
+    return samples
+
+
+def _round_robin(calls: Dict[object, Callable[[], object]], rounds: int, seed: int = 0) -> Dict[object, float]:
+    """Median seconds of each call (see :func:`_round_robin_samples`)."""
+    return {key: statistics.median(values) for key, values in _round_robin_samples(calls, rounds, seed).items()}
+
+
+def median_ci(samples: list, reference: list, resamples: int = 2000, level: float = 0.95, seed: int = 0) -> list:
+    """``[low, high]``, a bootstrap interval (percentile, ``level``) of the ratio the report shows,
+    ``median(samples) / median(reference)``, resampling whole rounds (so the pairs stay paired): how
+    precisely the rounds pin that ratio down (the interquartile range of the per-round ratios,
+    :func:`ratio_iqr`, says how much one round varies)."""
+    import random
+
+    pairs = list(zip(samples, reference))
+    if len(pairs) < 2:
+        return [pairs[0][0] / pairs[0][1]] * 2 if pairs else [None, None]
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        drawn = rng.choices(pairs, k=len(pairs))
+        ratios.append(statistics.median(a for a, _ in drawn) / statistics.median(b for _, b in drawn))
+    ratios.sort()
+    tail = (1 - level) / 2
+    return [ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1))]]
+
+
+def ratio_iqr(samples: list, reference: list) -> list:
+    """``[q1, q3]``, the interquartile range of the per-round ratios ``samples[i] / reference[i]``."""
+    ratios = sorted(a / b for a, b in zip(samples, reference))
+    if len(ratios) < 2:
+        return [ratios[0], ratios[0]] if ratios else [None, None]
+    q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return [q1, q3]
 
 
 def _run(fn, *args):
@@ -106,11 +149,15 @@ def _run(fn, *args):
 
 
 def op_timings_by_mode(n: int = N_ELEMENTS, rounds: int = ROUNDS, modes: Iterable[str] = tuple(MODES),
-                       ops: Optional[Dict[str, Callable]] = None) -> Dict[str, Dict[str, dict]]:
-    """``{mode: {name: {"seconds": median, "ratio_to_identity": ...}}}`` for every op.
+                       ops: Optional[Dict[str, Callable]] = None,
+                       samples_out: Optional[dict] = None) -> Dict[str, Dict[str, dict]]:
+    """``{mode: {name: {"seconds": median, "ratio_to_identity": ..., "ratio_iqr": [q1, q3]}}}`` for every op.
 
     The first op of ``ops`` (default :func:`_ops`) is the reference of its
-    mode; every (mode, op) pair is timed in the same rounds.
+    mode; every (mode, op) pair is timed in the same rounds.  ``ratio_to_identity``
+    is the op's median over the reference's median; ``ratio_iqr`` the
+    interquartile range of the per-round ratios (its spread), ``ratio_ci`` a
+    95 % bootstrap interval of ``ratio_to_identity`` (:func:`median_ci`).
     """
     import numpy as np
     import tensorflow as tf
@@ -146,10 +193,15 @@ def op_timings_by_mode(n: int = N_ELEMENTS, rounds: int = ROUNDS, modes: Iterabl
                 fn = compile_op(op, mode)
                 fn(x, dy).numpy()  # trace (and compile) outside the timing
                 calls[(mode, name)] = functools.partial(_run, fn, x, dy)
-        medians = _round_robin(calls, rounds)
+        samples = _round_robin_samples(calls, rounds)
+    if samples_out is not None:  # {(mode, name): [seconds per round]}
+        samples_out.update(samples)
+    medians = {key: statistics.median(values) for key, values in samples.items()}
     reference = next(iter(ops))
     return {mode: {name: {"seconds": medians[(mode, name)],
-                          "ratio_to_identity": medians[(mode, name)] / medians[(mode, reference)]}
+                          "ratio_to_identity": medians[(mode, name)] / medians[(mode, reference)],
+                          "ratio_iqr": ratio_iqr(samples[(mode, name)], samples[(mode, reference)]),
+                          "ratio_ci": median_ci(samples[(mode, name)], samples[(mode, reference)])}
                    for name in ops}
             for mode in modes}
 
@@ -169,7 +221,8 @@ def _mlp(layer: Callable, shape: Dict[str, int]):
 
 
 def layer_step_timings(rounds: int = ROUNDS, shape: Optional[Dict[str, int]] = None,
-                       modes: Iterable[str] = ("function", "xla"), kernel_quantizer="ste_sign") -> Dict[str, dict]:
+                       modes: Iterable[str] = ("function", "xla"), kernel_quantizer="ste_sign",
+                       others: Optional[Dict[str, object]] = None) -> Dict[str, dict]:
     """One training step of an MLP of ``QuantizedDense`` against the same MLP of ``Dense``.
 
     Returns ``{mode: {"dense_s", "quantized_s", "ratio"}}`` with ``mode``
@@ -178,7 +231,11 @@ def layer_step_timings(rounds: int = ROUNDS, shape: Optional[Dict[str, int]] = N
     :data:`LAYER_SHAPE`'s layers (two hidden ReLU layers and a linear
     output), Adam and a sparse cross-entropy loss, and train on the same batch;
     ``kernel_quantizer`` is the quantized layers' (anything ``QuantizedDense``
-    takes).
+    takes).  ``ratio_iqr`` is the interquartile range of the per-round ratios.
+    ``ratio_ci`` a bootstrap interval of ``ratio`` (:func:`median_ci`).
+    ``others`` (label -> kernel quantizer) adds more quantized MLPs to the same
+    rounds, reported under ``entry["others"][label]`` as ``{"quantized_s",
+    "ratio", "ratio_iqr", "ratio_ci"}``.
     """
     import keras
     import numpy as np
@@ -192,6 +249,9 @@ def layer_step_timings(rounds: int = ROUNDS, shape: Optional[Dict[str, int]] = N
     y = rng.integers(0, shape["classes"], shape["batch"])
     layers = {"dense": keras.layers.Dense,
               "quantized": functools.partial(gradlib.QuantizedDense, kernel_quantizer=kernel_quantizer)}
+    others = dict(others or {})
+    for label, quantizer in others.items():
+        layers[("other", label)] = functools.partial(gradlib.QuantizedDense, kernel_quantizer=quantizer)
     calls = {}
     for mode in modes:
         for kind, layer in layers.items():
@@ -202,10 +262,20 @@ def layer_step_timings(rounds: int = ROUNDS, shape: Optional[Dict[str, int]] = N
                           jit_compile=mode == "xla")
             model.train_on_batch(x, y)  # build and trace (and compile) outside the timing
             calls[(mode, kind)] = functools.partial(model.train_on_batch, x, y)
-    medians = _round_robin(calls, rounds)
-    return {mode: {"dense_s": medians[(mode, "dense")], "quantized_s": medians[(mode, "quantized")],
-                   "ratio": medians[(mode, "quantized")] / medians[(mode, "dense")]}
-            for mode in modes}
+    samples = _round_robin_samples(calls, rounds)
+    medians = {key: statistics.median(values) for key, values in samples.items()}
+
+    def entry(mode, kind):
+        return {"quantized_s": medians[(mode, kind)], "ratio": medians[(mode, kind)] / medians[(mode, "dense")],
+                "ratio_iqr": ratio_iqr(samples[(mode, kind)], samples[(mode, "dense")]),
+                "ratio_ci": median_ci(samples[(mode, kind)], samples[(mode, "dense")])}
+
+    result = {}
+    for mode in modes:
+        result[mode] = {"dense_s": medians[(mode, "dense")], **entry(mode, "quantized")}
+        if others:
+            result[mode]["others"] = {label: entry(mode, ("other", label)) for label in others}
+    return result
 
 
 # -- gradlib's ste_sign against larq's (in a subprocess) -------------------------
@@ -235,13 +305,21 @@ def larq_comparison(rounds: int, n: int = N_ELEMENTS, modes: Iterable[str] = tup
     """In a process where larq imports: versions and op timings (see :func:`larq_timings`)."""
     from importlib import metadata
 
-    timings = op_timings_by_mode(n, rounds, modes=modes, ops=_larq_ops())
+    samples = {}
+    timings = op_timings_by_mode(n, rounds, modes=modes, ops=_larq_ops(), samples_out=samples)
     return {"available": True,
             "versions": {dist: metadata.version(dist) for dist in ("larq", "tf_keras")},
             "ops": timings,
             "gradlib_over_larq": {mode: {label: timings[mode][ours]["seconds"] / timings[mode][theirs]["seconds"]
                                          for label, (ours, theirs) in LARQ_PAIRS.items()}
-                                  for mode in timings}}
+                                  for mode in timings},
+            # the spread of gradlib's time over larq's, round by round
+            "gradlib_over_larq_iqr": {mode: {label: ratio_iqr(samples[(mode, ours)], samples[(mode, theirs)])
+                                             for label, (ours, theirs) in LARQ_PAIRS.items()}
+                                      for mode in timings},
+            "gradlib_over_larq_ci": {mode: {label: median_ci(samples[(mode, ours)], samples[(mode, theirs)])
+                                            for label, (ours, theirs) in LARQ_PAIRS.items()}
+                                     for mode in timings}}
 
 
 def larq_timings(rounds: int = ROUNDS, n: int = N_ELEMENTS, site: Optional[Path] = None,

@@ -22,8 +22,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["LATEST", "latest", "report"]  # FLOOR_SOURCE and ratio are for tools/bench.py; GOALS and
-# quantizer_goal for the appendix page
+__all__ = ["LATEST", "latest", "report"]  # FLOOR_SOURCE and ratio are for tools/bench.py; GOALS,
+# ALIASES, verdict, verdict_label and quantizer_goal for the appendix page
 
 LATEST = Path(__file__).with_name("bench-latest.json")
 FLOOR_SOURCE = "import tensorflow as tf"
@@ -35,8 +35,13 @@ OP_MODES = {"ops_eager": "eager", "ops": "function", "ops_xla": "xla"}
 #: against tf.identity's, a QuantizedDense training step against a Dense one, gradlib's
 #: ste_sign against larq's
 GOALS = {"quantizer_xla": 1.3, "layer_step": 1.3, "gradlib_over_larq": 1.0}
-#: the op names (prefixes) that are gradlib's quantizers, which the XLA goal is about
-QUANTIZERS = ("ste_sign", "xnor_binarize", "dorefa_quantize", "dorefa_weights", "sign_with_surrogate(")
+#: the op names (prefixes) that are gradlib's quantizers, which the XLA goal is about: the functions of
+#: ``gradlib.layers.QUANTIZERS`` (what a ``QuantizedDense`` kernel or a ``Quantizer`` may name)
+QUANTIZERS = ("ste_sign", "ste_round", "xnor_binarize", "dorefa_weights", "sign_with_surrogate(")
+#: timed ops that compile to the same program as another one (alias -> the op it repeats): they are
+#: counted once, and their difference is the noise of the run
+ALIASES = {"sign_with_surrogate('identity')": "ste_sign",  # the same optimized HLO
+           "sign_with_surrogate('clipped')": "ste_sign(clip=1)"}  # the same code path (a mask at 1.0)
 
 TEXT = {
     "measurement": {"en": "measurement", "zh": "测量项"},
@@ -56,8 +61,10 @@ TEXT = {
     "ms": {"en": "milliseconds", "zh": "毫秒"},
     "x_identity": {"en": "× identity", "zh": "× identity"},
     "custom_vs_trick": {
-        "en": "`tf.custom_gradient` against the stop_gradient trick (the same STE for round): {ratio:.2f}×.",
-        "zh": "`tf.custom_gradient` 与 stop_gradient 技巧（同一个 round 的直通估计器）之比：{ratio:.2f}×。"},
+        "en": "`tf.custom_gradient` against the stop_gradient trick (the same STE for round), in `tf.function`: "
+              "{ratio:.2f}×.",
+        "zh": "`tf.custom_gradient` 与 stop_gradient 技巧（同一个 round 的直通估计器）之比（`tf.function` 中）："
+              "{ratio:.2f}×。"},
     "latency_intro": {
         "en": "Live explorer (fresh kernel, median; target ≤ 60 ms and ≤ 1.5× the bare redraw):",
         "zh": "实时探索器（新内核，中位数；目标：≤ 60 ms，且 ≤ 裸重绘的 1.5 倍）："},
@@ -89,14 +96,28 @@ TEXT = {
     "quantizer_goal": {
         "en": "Goal under XLA: ≤ {goal:.1f}× identity. Within it: {met}. Above it: {missed}.",
         "zh": "XLA 下的目标：≤ identity 的 {goal:.1f} 倍。达到的：{met}。未达到的：{missed}。"},
+    "undecided_list": {"en": " Undecided (the interval of the median straddles the goal): {names}.",
+                  "zh": "未定（中位数的区间跨过目标）：{names}。"},
+    "spread": {"en": "In brackets: the interquartile range of the per-round ratios (how much one round varies). "
+                     "A goal is judged by a 95 % bootstrap interval of the ratio shown (rounds resampled in pairs).",
+               "zh": "括号中：逐轮比值的四分位距（单轮的波动）。目标按所示比值的 95% 自助法区间（按轮成对重抽样）判定。"},
+    "alias": {"en": " (= {of})", "zh": "（= {of}）"},
+    "aliases_note": {"en": "Marked (= …): the same compiled program as the op named, timed twice; counted once.",
+                     "zh": "标有（= …）的：与所指的运算是同一个编译后的程序，计时了两次，只算一次。"},
+    "machine": {"en": " · {cpu}, {cpu_count} cores, intra-op threads {threads}",
+                "zh": " · {cpu}，{cpu_count} 个核，算子内线程数 {threads}"},
+    "kernel_quantizer": {"en": "kernel quantizer", "zh": "权重量化器"},
+    "met": {"en": "met", "zh": "达到"},
+    "missed": {"en": "missed", "zh": "未达到"},
+    "undecided": {"en": "undecided", "zh": "未定"},
     "none": {"en": "none", "zh": "无"},
     "sep": {"en": "; ", "zh": "；"},
     "list_sep": {"en": ", ", "zh": "、"},
     "layer_intro": {
         "en": "One training step (`train_on_batch`, Adam) of an MLP of three layers, all `Dense` or all "
-              "`QuantizedDense` with `ste_sign` kernels{shape}, median of {rounds} rounds; goal ≤ {goal:.1f}× "
+              "`QuantizedDense` with the kernel quantizer shown{shape}, median of {rounds} rounds; goal ≤ {goal:.1f}× "
               "the `Dense` step:",
-        "zh": "一个三层 MLP 的一步训练（`train_on_batch`，Adam），各层全为 `Dense`，或全为以 `ste_sign` "
+        "zh": "一个三层 MLP 的一步训练（`train_on_batch`，Adam），各层全为 `Dense`，或全为以所示量化器 "
               "量化权重的 `QuantizedDense`{shape}，{rounds} 轮的中位数；目标：≤ `Dense` 那一步的 {goal:.1f} 倍："},
     "mlp_shape": {"en": " ({inputs} → {hidden} → {hidden} → {classes}, batch {batch})",
                   "zh": "（{inputs} → {hidden} → {hidden} → {classes}，批大小 {batch}）"},
@@ -172,16 +193,48 @@ def build_table(results: dict, lang: str = "en") -> str:
     return "\n".join(_table(headers, [(label, _num(s), _num(f, "×"), _num(c, "×")) for label, s, f, c in rows]))
 
 
+def verdict(ratio: float, interval=None, goal: float = 1.0) -> str:
+    """``"met"``, ``"missed"`` or ``"undecided"``: with an ``interval`` ([low, high],
+    the report's ``ratio_ci``, a bootstrap interval of the ratio shown), met when all of it is within ``goal``, missed when all of it is
+    above, undecided when it straddles the goal; without one (an older
+    report), the median alone decides."""
+    if interval and None not in interval:
+        return "met" if interval[1] <= goal else "missed" if interval[0] > goal else "undecided"
+    return "met" if ratio <= goal else "missed"
+
+
+def verdict_label(verdict_: str, lang: str = "en") -> str:
+    """A :func:`verdict` in words of ``lang``: met / missed / undecided (达到 / 未达到 / 未定)."""
+    if verdict_ not in ("met", "missed", "undecided"):
+        raise ValueError(f"not a verdict: {verdict_!r}")
+    return _t(verdict_, lang)
+
+
 def quantizer_goal(results: dict) -> Optional[dict]:
-    """``{"met": [...], "missed": [...]}``: gradlib's quantizers whose forward +
-    backward under XLA is within :data:`GOALS` ``["quantizer_xla"]`` times
-    ``tf.identity``'s, and those above it (None without XLA timings)."""
+    """``{"met": [...], "missed": [...], "undecided": [...], "aliases": {...}}``:
+    gradlib's quantizers (:data:`QUANTIZERS`) classified against :data:`GOALS`
+    ``["quantizer_xla"]`` times ``tf.identity`` under XLA (:func:`verdict`),
+    each distinct program once: an op of :data:`ALIASES` whose original was
+    timed too is left out of the three lists and named in ``aliases``
+    (None without XLA timings)."""
     ops = results.get("ops_xla") or {}
     if not ops:
         return None
-    names = [name for name in ops if name.startswith(QUANTIZERS)]
-    return {"met": [n for n in names if ops[n]["ratio_to_identity"] <= GOALS["quantizer_xla"]],
-            "missed": [n for n in names if ops[n]["ratio_to_identity"] > GOALS["quantizer_xla"]]}
+    aliases = {name: of for name, of in ALIASES.items() if name in ops and of in ops}
+    names = [name for name in ops if name.startswith(QUANTIZERS) and name not in aliases]
+    goal = {"met": [], "missed": [], "undecided": []}
+    for name in names:
+        goal[verdict(ops[name]["ratio_to_identity"], ops[name].get("ratio_ci"), GOALS["quantizer_xla"])].append(name)
+    return {**goal, "aliases": aliases}
+
+
+def _cell(ratio, iqr=None) -> str:
+    """``1.23×``, with the spread when there is one: ``1.23× (1.15–1.31)``."""
+    if ratio is None:
+        return "—"
+    if iqr and None not in iqr:
+        return f"{ratio:.2f}× ({iqr[0]:.2f}–{iqr[1]:.2f})"
+    return f"{ratio:.2f}×"
 
 
 def _names(names, lang: str) -> str:
@@ -198,13 +251,22 @@ def _op_tables(results: dict, lang: str) -> list:
         idents = _t("sep", lang).join(_t("identity_ms", lang, mode=_t(label, lang), ms=results[key][reference]["seconds"] * 1e3)
                            for key, label in modes.items() if reference in results[key])
         lines += ["", _t("modes_intro", lang, n=n, rounds=rounds, reference=idents), ""]
-        rows = [[name] + [f"{results[key][name]['ratio_to_identity']:.2f}×" if name in results[key] else "—"
-                          for key in modes] for name in ops]
+        aliases = {name: of for name, of in ALIASES.items() if name in ops and of in ops}
+        rows = [[name + (_t("alias", lang, of=aliases[name]) if name in aliases else "")]
+                + [_cell(results[key][name]["ratio_to_identity"], results[key][name].get("ratio_iqr"))
+                   if name in results[key] else "—" for key in modes] for name in ops]
         lines += _table([_t("op", lang)] + [_t(label, lang) for label in modes.values()], rows)
+        notes = ([_t("spread", lang)] if any(e.get("ratio_iqr") for e in ops.values()) else []) + \
+            ([_t("aliases_note", lang)] if aliases else [])
+        if notes:
+            lines += ["", " ".join(notes) if lang == "en" else "".join(notes)]
         goal = quantizer_goal(results)
         if goal is not None:
-            lines += ["", _t("quantizer_goal", lang, goal=GOALS["quantizer_xla"], met=_names(goal["met"], lang),
-                             missed=_names(goal["missed"], lang))]
+            text = _t("quantizer_goal", lang, goal=GOALS["quantizer_xla"], met=_names(goal["met"], lang),
+                      missed=_names(goal["missed"], lang))
+            if goal["undecided"]:
+                text += _t("undecided_list", lang, names=_names(goal["undecided"], lang))
+            lines += ["", text]
     elif ops:  # an older report: tf.function only
         lines += ["", _t("ops_intro", lang, n=n, rounds=rounds), ""]
         lines += _table([_t(k, lang) for k in ("op", "ms", "x_identity")],
@@ -221,9 +283,13 @@ def _layer_table(results: dict, lang: str) -> list:
     shape = results.get("layer_shape")
     lines = ["", _t("layer_intro", lang, shape=_t("mlp_shape", lang, **shape) if shape else "",
                     rounds=results.get("layer_rounds", results.get("op_rounds", 15)), goal=GOALS["layer_step"]), ""]
-    lines += _table([_t(k, lang) for k in ("compiled", "dense_ms", "quantized_ms", "x_dense")],
-                    [(_t(mode, lang), f"{e['dense_s'] * 1e3:.2f}", f"{e['quantized_s'] * 1e3:.2f}", f"{e['ratio']:.2f}×")
-                     for mode, e in step.items()])
+    rows = []
+    for mode, e in step.items():
+        kernels = {"ste_sign": e, **(e.get("others") or {})}
+        rows += [(_t(mode, lang), f"`{kernel}`", f"{e['dense_s'] * 1e3:.2f}", f"{q['quantized_s'] * 1e3:.2f}",
+                  _cell(q["ratio"], q.get("ratio_iqr"))) for kernel, q in kernels.items()]
+    lines += _table([_t(k, lang) for k in ("compiled", "kernel_quantizer", "dense_ms", "quantized_ms", "x_dense")],
+                    rows)
     return lines
 
 
@@ -242,11 +308,13 @@ def _larq_tables(results: dict, lang: str) -> list:
                     [[f"`{name}`"] + [f"{ops[mode][name]['ratio_to_identity']:.2f}×" for mode in modes]
                      for name in names])
     pairs = larq.get("gradlib_over_larq") or {}
+    spreads = larq.get("gradlib_over_larq_iqr") or {}
     if pairs:
         labels = list(pairs[modes[0]])
         lines += ["", _t("larq_pairs", lang, goal=GOALS["gradlib_over_larq"]), ""]
         lines += _table([_t("comparison", lang)] + [_t(mode, lang) for mode in modes],
-                        [[_t(label, lang)] + [f"{pairs[mode][label]:.2f}×" for mode in modes] for label in labels])
+                        [[_t(label, lang)] + [_cell(pairs[mode][label], spreads.get(mode, {}).get(label))
+                                              for mode in modes] for label in labels])
     return lines
 
 
@@ -289,4 +357,9 @@ def report(results: Optional[dict] = None, lang: str = "en"):
               tensorflow=results.get("tensorflow", "?"))
     if results.get("ops_date") and results["ops_date"] != results.get("date"):
         head += _t("ops_date", lang, date=results["ops_date"])
+    machine = results.get("machine")
+    if machine:
+        threads = machine.get("TF_NUM_INTRAOP_THREADS") or machine.get("intra_op_threads") or "default"
+        head += _t("machine", lang, cpu=machine.get("cpu", "?"), cpu_count=machine.get("cpu_count", "?"),
+                   threads=threads)
     return Markdown(head + "\n\n" + build_table(results, lang) + "\n" + detail_tables(results, lang))
