@@ -107,7 +107,8 @@ def _quantizer_config(fn: Optional[Callable], what: str):
     name = keras.saving.get_registered_name(fn)
     if keras.saving.get_registered_object(name) is not fn:
         raise TypeError(
-            f"`{what}` {fn!r} cannot be saved: Keras saves a callable by its registered name. Use "
+            f"`{what}` {getattr(fn, '__qualname__', type(fn).__name__)} cannot be saved: Keras saves a "
+            "callable by its registered name. Use "
             "gradlib.Quantizer(name, **params), or decorate your function with "
             "@keras.saving.register_keras_serializable(package=...)")
     return keras.saving.serialize_keras_object(fn)
