@@ -458,6 +458,13 @@ def test_larq_timings_compare_like_with_like():
 
     if not (bench_ops.LARQ_SITE / "larq").is_dir():
         pytest.skip(f"larq is not installed in {bench_ops.LARQ_SITE} (make bench installs it)")
+    import re
+
+    import tensorflow as tf
+
+    pin = re.search(r"^tf-keras==(\d+\.\d+)", (bench_ops.REPO / "requirements" / "larq.txt").read_text(), re.M)
+    if pin and not tf.__version__.startswith(pin.group(1) + "."):
+        pytest.skip(f"the larq folder's tf-keras {pin.group(1)} is for .venv's TensorFlow, not {tf.__version__}")
     result = bench_ops.larq_timings(rounds=2, n=1000)
     assert result["available"], result
     assert result["versions"]["larq"] == "0.14.0"
