@@ -48,6 +48,7 @@ from .autodiff import curves, value_and_grad
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
 from .explorer import Explorer, PanelExplorer, explore, explore_panels, plot_curves
 from .graph import register_gradient, run_graph
+from .higher import FixedPointError, fixed_point, hvp
 from .logs import captured_tf_warnings
 from .reversal import GradientReversal, gradient_reversal
 from .ste import SIGN_SURROGATES, dorefa_quantize, dorefa_weights, sign_with_surrogate, ste_round, ste_sign, xnor_binarize
@@ -77,6 +78,7 @@ _LAZY = {
 
 __all__ = [
     "Explorer",
+    "FixedPointError",
     "GradientReversal",
     "PanelExplorer",
     "QUANTIZERS",
@@ -99,8 +101,10 @@ __all__ = [
     "experiments",
     "explore",
     "explore_panels",
+    "fixed_point",
     "glue",
     "gradient_reversal",
+    "hvp",
     "layers",
     "markdown_table",
     "plot_curves",

@@ -9,7 +9,7 @@ never an error from deep inside NumPy or TensorFlow.
 Not in the table: the names that take no input to get wrong
 (``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``, ``QUANTIZERS``,
 ``dann.DEFAULTS``, ``dann.PROBES``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
-``GradientCheck``, ``GradientError``, ``UntestedTensorFlowWarning`` and ``exercises.Feedback``, and
+``GradientCheck``, ``GradientError``, ``FixedPointError``, ``UntestedTensorFlowWarning`` and ``exercises.Feedback``, and
 ``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
 keeps this list honest.
 
@@ -417,6 +417,18 @@ CASES = {
                                                r"`results` must be a report dict"),
     "benchmarks.report: lang='fr'": (gradlib.benchmarks.report, ({},), {"lang": "fr"}, ValueError,
                                      r"`lang` must be 'en' or 'zh'"),
+    # -- higher order
+    "hvp: f not callable": (gradlib.hvp, (None, X, X), {}, TypeError, r"`f` must be callable"),
+    "hvp: int32 x": (gradlib.hvp, (tf.reduce_sum, INTS, INTS), {}, TypeError, r"`x` has dtype int32"),
+    "hvp: v of another shape": (gradlib.hvp, (tf.reduce_sum, X, X[:2]), {}, ValueError, r"`v` has shape \[2\]"),
+    "hvp: f not scalar": (gradlib.hvp, (tf.sin, X, X), {}, ValueError, r"must return a scalar"),
+    "hvp: unknown mode": (gradlib.hvp, (tf.reduce_sum, X, X), {"mode": "forward"}, ValueError, r"`mode` must be one of"),
+    "fixed_point: f not callable": (gradlib.fixed_point, (None, X), {}, TypeError, r"`f` must be callable"),
+    "fixed_point: int32 z0": (gradlib.fixed_point, (tf.cos, INTS), {}, TypeError, r"`z0` has dtype int32"),
+    "fixed_point: f changes the shape": (gradlib.fixed_point, (tf.reduce_sum, X), {}, ValueError,
+                                         r"`f` returned shape \[\] for a z of shape \[4\]"),
+    "fixed_point: no convergence": (gradlib.fixed_point, (lambda z: 1.0 - z, X), {"max_iter": 10},
+                                    gradlib.FixedPointError, r"did not converge: after 10 of max_iter=10"),
     # -- exercise checks
     "exercises.check: unknown exercise id": (exercises.check, ("ch99-ex1", abs), {}, ValueError,
                                              r"unknown exercise id 'ch99-ex1'"),
@@ -437,7 +449,7 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
-NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "QUANTIZERS", "layers.QUANTIZERS", "benchmarks.LATEST", "GradientCheck", "GradientError",
+NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "QUANTIZERS", "layers.QUANTIZERS", "benchmarks.LATEST", "GradientCheck", "GradientError", "FixedPointError",
                 "dann.DEFAULTS", "dann.PROBES", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 
@@ -497,6 +509,8 @@ KINDS = {
     ("QuantizedDense", "units"): ("positive_int", lambda v: gradlib.QuantizedDense(v), False),
     ("ReversalSchedule", "total_steps"): ("positive_int", lambda v: gradlib.ReversalSchedule(gradlib.GradientReversal(), v),
                                           False),
+    ("fixed_point", "tol"): ("positive", lambda v: gradlib.fixed_point(tf.cos, X, tol=v), True),
+    ("fixed_point", "max_iter"): ("positive_int", lambda v: gradlib.fixed_point(tf.cos, X, max_iter=v), False),
     ("gradient_reversal", "lam"): ("real", lambda v: gradlib.gradient_reversal(X, v), False),
     ("GradientReversal", "lam"): ("real", lambda v: gradlib.GradientReversal(v), False),
     ("check_gradient", "atol"): ("non_negative", lambda v: gradlib.check_gradient(tf.sin, [1.0], atol=v), False),
@@ -541,6 +555,7 @@ NOT_CLASSED = {
 NUMERIC_WITHOUT_DEFAULT = {("ste_sign", "clip"), ("dorefa_quantize", "bits"), ("QuantizedDense", "units"),
                            ("ReversalSchedule", "total_steps"), ("check_gradient", "delta"),
                            ("run_graph", "repeat"), ("progress", "total"), ("data.two_moons", "n_per_class"),
+                           ("fixed_point", "tol"),
                            ("data.two_moons", "noise")}
 
 
