@@ -499,6 +499,33 @@ def test_ops_only_merges_into_the_shipped_report_and_keeps_the_rest(bench, fake_
     assert "larq was not measured: not here" in capsys.readouterr().out
 
 
+def test_higher_only_merges_only_chapter_8s_timings(bench, fake_repo, monkeypatch):
+    latest = fake_repo / bench.LATEST
+    latest.parent.mkdir(parents=True)
+    full = {**fake_results(bench, with_build=True), "python": bench.platform.python_version(),
+            "tensorflow": bench.tensorflow_version(), **FAKE_SECTIONS}
+    latest.write_text(json.dumps(full), encoding="utf-8")
+    higher = {"higher_order": {"jacobian": {}, "hessian": {}, "date": "2026-11-27T00:00:00+00:00"}}
+    monkeypatch.setattr(bench, "op_sections", lambda: pytest.fail("--higher-only measured the ops"))
+    monkeypatch.setattr(bench, "higher_sections", lambda: dict(higher))
+    assert bench.main(["--higher-only"]) == 0
+    assert json.loads(latest.read_text(encoding="utf-8")) == {**full, **higher}
+
+
+def test_higher_order_timings_measure_every_kind_against_one_gradient(monkeypatch):
+    from tools import bench_ops
+
+    monkeypatch.setattr(bench_ops, "HESSIAN_DIMS", (4, 8))
+    monkeypatch.setattr(bench_ops, "JACOBIAN_SHAPE", {"batch": 3, "width": 5})
+    result = bench_ops.higher_order_timings(rounds=3)
+    assert set(result["jacobian"]) == set(bench_ops.JACOBIAN_KINDS)
+    assert set(result["hessian"]) == {"4", "8"}
+    for entries in [result["jacobian"], *result["hessian"].values()]:
+        assert entries["gradient"]["ratio"] == 1.0
+        assert all(e["seconds"] > 0 and e["ratio"] > 0 and len(e["ratio_iqr"]) == 2 for e in entries.values())
+    assert set(result["hessian"]["4"]) == set(bench_ops.HESSIAN_KINDS)
+
+
 def test_ops_only_refuses_a_report_of_another_tensorflow(bench, fake_repo, monkeypatch, capsys):
     latest = fake_repo / bench.LATEST
     latest.parent.mkdir(parents=True)

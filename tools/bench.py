@@ -6,8 +6,9 @@ Run from the repository root (``make bench`` does this)::
     python -m tools.bench                      # floor + every chapter + cold/warm build
     python -m tools.bench --skip-build         # floor + chapters only
     python -m tools.bench --chapters 'chapters/en/*.md'
-    python -m tools.bench --ops-only           # only the op, layer and larq timings, merged
-                                               # into gradlib/book/bench-latest.json
+    python -m tools.bench --ops-only           # only the op, layer, larq and chapter 8 timings,
+                                               # merged into gradlib/book/bench-latest.json
+    python -m tools.bench --higher-only        # only chapter 8's timings, merged likewise
 
 The machine is shared and noisy, so absolute seconds mean little; every number
 is also reported as a ratio to the *floor* measured in the same run.
@@ -41,6 +42,13 @@ ops, layer step, larq
     installs into ``.venv/larq-site``; a report without larq says why).
     ``--ops-only`` measures just these and merges them into the shipped
     report (same Python and TensorFlow only), with their own date.
+chapter 8
+    ``tools/bench_ops.py``'s ``higher_order_timings``: ``tape.gradient``,
+    ``batch_jacobian`` and ``jacobian`` (with and without pfor) of one
+    batched layer; the gradient, ``gradlib.hvp`` both ways and the full
+    Hessian of ``sum(softplus(A x))`` as the dimension grows; all inside
+    ``tf.function``.  Part of ``--ops-only``; ``--higher-only`` measures
+    just these (about two minutes) and merges them the same way.
 
 Output
 ------
@@ -342,6 +350,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-ops", action="store_true", help="skip the op and experiment timings")
     parser.add_argument("--ops-only", action="store_true",
                         help=f"only the op, layer and larq timings, merged into {LATEST} (keeps its other keys)")
+    parser.add_argument("--higher-only", action="store_true",
+                        help=f"only chapter 8's Jacobian and Hessian timings, merged into {LATEST}")
     parser.add_argument(
         "--chapters",
         metavar="GLOB",
@@ -411,6 +421,7 @@ def op_sections() -> dict:
     sections["larq"] = bench_ops.larq_timings()
     if not sections["larq"]["available"]:
         log(f"larq not measured: {sections['larq']['reason']}")
+    sections.update(higher_sections())
     sections["ops_date"] = started
     sections["machine"] = machine()
     return sections
@@ -434,8 +445,15 @@ def machine() -> dict:
             "TF_NUM_INTRAOP_THREADS": os.environ.get("TF_NUM_INTRAOP_THREADS")}
 
 
-def merge_op_sections(path: Path | None = None) -> dict:
-    """Measure :func:`op_sections` and merge them into the shipped report
+def higher_sections() -> dict:
+    """Chapter 8's timings alone (``--higher-only``), with the date and machine of the measurement."""
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    log("chapter 8: Jacobians, H·v and full Hessians ...")
+    return {"higher_order": {**bench_ops.higher_order_timings(), "date": started, "machine": machine()}}
+
+
+def merge_op_sections(path: Path | None = None, sections=None) -> dict:
+    """Measure :func:`op_sections` (or ``sections()``) and merge them into the shipped report
     (``LATEST``), keeping every other key; refuse when the report was measured
     with another Python or TensorFlow (its ratios would mix two setups)."""
     path = REPO / LATEST if path is None else Path(path)
@@ -447,9 +465,9 @@ def merge_op_sections(path: Path | None = None) -> dict:
         raise BenchError(f"{display_path(path)} was measured with Python {results.get('python')} and TensorFlow "
                          f"{results.get('tensorflow')}, this is {here['python']} / {here['tensorflow']}: run a full "
                          "`make bench`")
-    results.update(op_sections())
+    results.update((op_sections if sections is None else sections)())
     path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    log(f"merged the op, layer and larq timings into {display_path(path)}")
+    log(f"merged the new timings into {display_path(path)}")
     return results
 
 
@@ -485,9 +503,9 @@ def write_reports(results: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.ops_only:
+    if args.ops_only or args.higher_only:
         try:
-            results = merge_op_sections()
+            results = merge_op_sections(sections=higher_sections if args.higher_only else None)
         except BenchError as exc:
             log(f"FAILED: {exc}")
             return 1

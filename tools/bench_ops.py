@@ -278,6 +278,101 @@ def layer_step_timings(rounds: int = ROUNDS, shape: Optional[Dict[str, int]] = N
     return result
 
 
+# -- chapter 8: Jacobians, Hessian-vector products, full Hessians ---------------------
+
+#: the Jacobian comparison's shape: ``y = tanh(x W)`` with ``x`` (batch, width), every row independent
+JACOBIAN_SHAPE = {"batch": 32, "width": 64}
+#: the dimensions at which an H·v is timed against the full Hessian
+HESSIAN_DIMS = (16, 64, 256, 1024, 2048)
+JACOBIAN_KINDS = {
+    "gradient": "tape.gradient (one vector-Jacobian product)",
+    "batch_jacobian": "tape.batch_jacobian",
+    "jacobian": "tape.jacobian (pfor)",
+    "jacobian_loop": "tape.jacobian(experimental_use_pfor=False)",
+}
+HESSIAN_KINDS = ("gradient", "forward-over-reverse", "reverse-over-reverse", "hessian")
+
+
+def _jacobian_calls(shape: Dict[str, int]) -> Dict[str, Callable]:
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(shape["batch"], shape["width"])), tf.float32)
+    w = tf.constant(rng.normal(size=(shape["width"], shape["width"])) / np.sqrt(shape["width"]), tf.float32)
+
+    def make(kind):
+        @tf.function
+        def run(x):
+            with tf.GradientTape(persistent=kind == "jacobian_loop") as tape:
+                tape.watch(x)
+                y = tf.tanh(x @ w)
+            if kind == "gradient":
+                return tape.gradient(y, x)
+            if kind == "batch_jacobian":
+                return tape.batch_jacobian(y, x)
+            return tape.jacobian(y, x, experimental_use_pfor=kind == "jacobian")
+        return functools.partial(_run, run, x)
+
+    return {kind: make(kind) for kind in JACOBIAN_KINDS}
+
+
+def _hessian_calls(n: int) -> Dict[str, Callable]:
+    """``f(x) = sum(softplus(A x))``, ``A`` n×n: its gradient, H·v both ways (gradlib.hvp) and the full Hessian."""
+    import numpy as np
+    import tensorflow as tf
+
+    import gradlib
+
+    rng = np.random.default_rng(n)
+    a = tf.constant(rng.normal(size=(n, n)) / np.sqrt(n), tf.float32)
+    x = tf.constant(rng.normal(size=n), tf.float32)
+    v = tf.constant(rng.normal(size=n), tf.float32)
+
+    def f(x):
+        return tf.reduce_sum(tf.nn.softplus(tf.linalg.matvec(a, x)))
+
+    @tf.function
+    def gradient(x, v):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        return tape.gradient(y, x)
+
+    @tf.function
+    def hessian(x, v):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            g = gradient(x, v)
+        return outer.jacobian(g, x)
+
+    calls = {"gradient": gradient, "hessian": hessian}
+    for mode in ("forward-over-reverse", "reverse-over-reverse"):
+        calls[mode] = tf.function(functools.partial(lambda x, v, mode: gradlib.hvp(f, x, v, mode=mode), mode=mode))
+    return {kind: functools.partial(_run, calls[kind], x, v) for kind in HESSIAN_KINDS}
+
+
+def higher_order_timings(rounds: int = ROUNDS) -> dict:
+    """Chapter 8's costs, each a median over ``rounds`` round-robin rounds inside ``tf.function``.
+
+    ``{"jacobian": {kind: {"seconds", "ratio", "ratio_iqr"}}, "hessian": {n: {kind: {...}}}, "shape": ...}``:
+    for the Jacobian of ``y = tanh(x W)`` the ratio is to one ``tape.gradient``; for
+    ``f(x) = sum(softplus(A x))`` at each dimension ``n`` of :data:`HESSIAN_DIMS`, to one gradient of ``f``.
+    """
+    samples = _round_robin_samples(_jacobian_calls(JACOBIAN_SHAPE), rounds)
+
+    def entries(samples):
+        medians = {key: statistics.median(values) for key, values in samples.items()}
+        return {key: {"seconds": medians[key], "ratio": medians[key] / medians["gradient"],
+                      "ratio_iqr": ratio_iqr(samples[key], samples["gradient"])} for key in samples}
+
+    result = {"jacobian": entries(samples), "jacobian_shape": dict(JACOBIAN_SHAPE), "hessian": {},
+              "rounds": rounds}
+    for n in HESSIAN_DIMS:
+        result["hessian"][str(n)] = entries(_round_robin_samples(_hessian_calls(n), rounds))
+    return result
+
+
 # -- gradlib's ste_sign against larq's (in a subprocess) -------------------------
 
 #: the comparisons the report shows: label -> (gradlib's op, larq's op), like with like
