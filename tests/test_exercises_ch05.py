@@ -216,6 +216,20 @@ def test_ex2_the_experiment_quantizer_is_refused_by_name():
     assert experiments.quantize_weights.__qualname__ == "quantize_weights"  # not the check's wrapper
 
 
+@pytest.mark.parametrize("exercise, answer, name", [
+    ("ch05-ex1", gradlib.ste_sign, "gradlib.ste_sign"),
+    ("ch05-ex1", gradlib.sign_with_surrogate, "gradlib.sign_with_surrogate"),
+    ("ch05-ex2", gradlib.dorefa_weights, "gradlib.dorefa_weights"),
+    ("ch05-ex2", gradlib.ste.dorefa_weights, "gradlib.dorefa_weights"),
+])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_library_function_passed_itself_is_refused_by_name(exercise, answer, name, lang):
+    """Passed bare (or imported under another name), the library's function is never called through
+    the module attribute the check wraps; it is refused all the same."""
+    feedback = exercises.check(exercise, answer, lang=lang)
+    assert not feedback and feedback.key == "ch05.library_call" and name in feedback.message
+
+
 def test_ex2_gradlibs_own_dorefa_weights_is_refused_by_name():
     feedback = exercises.check("ch05-ex2", wrong_answer("ch05-ex2", "gradlib.dorefa_weights"))
     assert not feedback.passed

@@ -41,8 +41,10 @@ such a check runs, :func:`library_calls` (``_core``) wraps ``ste_sign`` and
 ``gradlib.experiments.quantize_weights`` and ``dorefa_weights`` on ``gradlib`` and
 ``gradlib.ste`` (ex2), as attributes of their
 modules, and an answer that calls one of them through its module is told
-so.  An answer that imported the function under another name before the
-check (``from gradlib import ste_sign as s``) is not caught.
+so.  An answer that *is* one of them (``gradlib.ste_sign`` passed bare, or
+imported under another name: ``from gradlib import ste_sign as s``) is
+refused by identity before the check runs.  A reader's function that calls
+such an alias bound before the check is not caught.
 """
 
 from __future__ import annotations
@@ -75,6 +77,17 @@ def _zero_gradient(lang: str, where: str, params: tuple = ()) -> str:
 
 def _sign_pm1(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0, -1.0).astype(np.float32)
+
+
+def _library_itself(answer, library) -> List[str]:
+    """``["gradlib.ste_sign"]`` when the answer *is* one of the library's functions (passed bare, or
+    under another name: ``from gradlib import ste_sign as s``), which no wrapper sees being called."""
+    import importlib
+
+    for module, name in library:
+        if answer is getattr(importlib.import_module(module), name, None):
+            return [f"{module}.{name}"]
+    return []
 
 
 def _refuse_library(calls: List[str], lang: str, allowed: str = "nothing_allowed") -> None:
@@ -150,6 +163,7 @@ def _sign_library(x, clip):  # the library's op, which the exercise asks the rea
     ("None instead of a function", None, "common.not_callable"),
 ])
 def check_binary_sign(answer, lang):
+    _refuse_library(_library_itself(answer, EX1_LIBRARY), lang)
     with library_calls(EX1_LIBRARY) as calls:
         _check_binary_sign(answer, lang)
     _refuse_library(calls, lang)
@@ -367,6 +381,7 @@ def _dorefa_gradlib(w, bits):  # gradlib's op, the same function
     ("gradlib.dorefa_weights", _dorefa_gradlib, "ch05.library_call"),
 ])
 def check_dorefa_weights(answer, lang):
+    _refuse_library(_library_itself(answer, EX2_LIBRARY), lang, "dorefa_allowed")
     with library_calls(EX2_LIBRARY) as calls:
         matched = check_whole(DOREFA, answer, lang)
     _refuse_library(calls, lang, "dorefa_allowed")
