@@ -23,6 +23,11 @@ _UNCONNECTED = ("raise", "zero")
 
 
 def _same_shape_and_dtype(x: Any, v: Any, x_name: str, v_name: str) -> tf.Tensor:
+    if not isinstance(v, (tf.Tensor, tf.Variable)):
+        try:
+            v = tf.convert_to_tensor(v, dtype_hint=x.dtype)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"`{v_name}` must be a floating tensor; got {type(v).__name__}: {err}") from None
     v = float_tensor(v, v_name)
     if v.dtype != x.dtype:
         raise TypeError(f"`{v_name}` has dtype {v.dtype.name} but `{x_name}` has dtype {x.dtype.name}; they must match")
@@ -43,90 +48,118 @@ def _scalar(y: Any, what: str) -> tf.Tensor:
     return y
 
 
-def _unconnected(result: Optional[tf.Tensor], like: tf.Tensor, unconnected: str) -> tf.Tensor:
+def _unconnected(result: Optional[tf.Tensor], like: tf.Tensor, unconnected: str, name: str) -> tf.Tensor:
     if result is not None:
         return result
     if unconnected == "zero":
         return tf.zeros_like(like)
     raise ValueError(
-        "H·v is not connected to `x`: the gradient of `f` does not depend on `x` through TensorFlow "
-        "operations. Either `f` is linear in `x` (then H·v = 0: pass unconnected='zero'), or a "
-        "backward pass left TensorFlow (a grad_fn using NumPy or .numpy(), a tf.py_function) and its "
-        "second derivative is lost.")
+        f"H·v is not connected to `{name}`: the gradient of `f` does not depend on `{name}` through operations "
+        "TensorFlow can differentiate. Either `f` is linear in it (then H·v = 0: pass unconnected='zero'), or "
+        "every path of the gradient goes through a backward pass that left TensorFlow (a grad_fn using NumPy "
+        "or .numpy(), a tf.py_function) or through an operation whose gradient has no gradient. Where other "
+        "paths remain, such a backward pass loses only its share of H·v, with no error.")
 
 
-def hvp(f: Callable, x: Any, v: Any, *, mode: str = "forward-over-reverse", unconnected: str = "raise") -> tf.Tensor:
+def hvp(f: Callable, x: Any, v: Any, *, mode: str = "reverse-over-reverse", unconnected: str = "raise"):
     r"""The Hessian-vector product :math:`H(x)\,v` of a scalar function.
 
     .. math::
         H(x)\,v = \nabla^2 f(x)\, v = \frac{d}{d\varepsilon}\,\nabla f(x + \varepsilon v)\Big|_{\varepsilon=0},
 
-    computed without forming :math:`H`, in about the cost of two gradients:
+    computed without forming :math:`H`, in a small multiple of the cost of one gradient:
 
-    * ``mode="forward-over-reverse"`` (default): a forward-mode derivative
+    * ``mode="reverse-over-reverse"`` (default): the gradient of
+      :math:`\nabla f(x)\cdot v` with a second tape (backward over backward,
+      Pearlmutter's trick).  A second tape calls the ``grad_fn`` of every
+      ``tf.custom_gradient`` it meets, so a custom second derivative (a
+      nested custom gradient inside a ``grad_fn``) is used.
+    * ``mode="forward-over-reverse"``: a forward-mode derivative
       (``tf.autodiff.ForwardAccumulator``, tangent ``v``) of the reverse-mode
-      gradient (``tf.GradientTape``);
-    * ``mode="reverse-over-reverse"``: the gradient of :math:`\nabla f(x)\cdot v`
-      with a second tape (Pearlmutter's trick, backward over backward).
+      gradient.  Forward mode differentiates the operations that run and
+      never calls a ``grad_fn``: a custom second derivative is ignored.
 
-    Both are exact up to rounding; forward-over-reverse keeps fewer tensors.
+    Without custom second derivatives both are exact up to rounding.
 
     Reference: B. A. Pearlmutter, *Fast Exact Multiplication by the Hessian*,
     Neural Computation 6(1):147-160, 1994.
 
     Args:
-        f: a function of one tensor returning a floating scalar. Custom
-            gradients inside it must have a backward pass written in
-            TensorFlow operations, or their second derivative is lost.
-        x: the point, a floating tensor or ``tf.Variable`` of any shape
-            (float16/bfloat16/float32/float64).
-        v: the direction, with ``x``'s shape and dtype.
-        mode: ``"forward-over-reverse"`` or ``"reverse-over-reverse"``.
+        f: a function of ``x`` returning a floating scalar.  Custom gradients
+            inside it must have a backward pass written in TensorFlow
+            operations, or their share of the second derivative is lost.
+        x: the point: a floating tensor or ``tf.Variable`` of any shape
+            (float16/bfloat16/float32/float64), or a list or tuple of them
+            (a model's weights); ``f`` receives it as given.
+        v: the direction, with ``x``'s structure, shapes and dtypes (a
+            Python number or list takes ``x``'s dtype).
+        mode: ``"reverse-over-reverse"`` or ``"forward-over-reverse"``.
         unconnected: what to do when the gradient of ``f`` does not depend on
-            ``x`` through TensorFlow operations: ``"raise"`` (default: a
-            ``ValueError`` naming both causes, a linear ``f`` and a backward
-            pass outside TensorFlow) or ``"zero"`` (return zeros, right for a
+            (a part of) ``x`` through operations TensorFlow differentiates:
+            ``"raise"`` (default: a ``ValueError`` naming the causes: a
+            linear ``f``, a backward pass outside TensorFlow, an operation
+            whose gradient has no gradient) or ``"zero"`` (zeros, right for a
             linear ``f``).
 
     Returns:
-        :math:`H(x)\,v`, a tensor shaped like ``x`` in ``x``'s dtype.
+        :math:`H(x)\,v`: a tensor shaped like ``x`` in ``x``'s dtype, or a
+        list of them when ``x`` is a list or tuple.
 
     Raises:
         TypeError: ``f`` is not callable; ``x`` or ``v`` is not floating; their
             dtypes differ; ``f`` returns a non-floating value.
-        ValueError: the shapes of ``x`` and ``v`` differ; ``f(x)`` is not a
-            scalar; ``mode`` or ``unconnected`` is unknown; the gradient of
-            ``f`` does not reach ``x`` at all (``f`` does not depend on ``x``,
-            or through an operation without a gradient), or ``H·v`` is not
-            connected and ``unconnected="raise"``.
+        ValueError: the shapes (or the lengths of the lists) of ``x`` and
+            ``v`` differ; ``f(x)`` is not a scalar; ``mode`` or
+            ``unconnected`` is unknown; the gradient of ``f`` does not reach
+            ``x`` at all, or ``H·v`` is not connected and
+            ``unconnected="raise"``.
     """
     callable_arg(f, "f")
     if mode not in _HVP_MODES:
         raise ValueError(f"`mode` must be one of {_HVP_MODES}; got {mode!r}")
     if unconnected not in _UNCONNECTED:
         raise ValueError(f"`unconnected` must be one of {_UNCONNECTED}; got {unconnected!r}")
-    x = float_tensor(x, "x")
-    v = _same_shape_and_dtype(x, v, "x", "v")
+    # a list of tensors or variables (a model's weights) is a structure; a list of numbers is one tensor
+    structured = isinstance(x, (list, tuple)) and len(x) > 0 and all(
+        isinstance(e, (tf.Tensor, tf.Variable, np.ndarray)) for e in x)
+    if structured:
+        if not isinstance(v, (list, tuple)) or len(v) != len(x):
+            raise ValueError(f"`x` is a list of {len(x)} tensors, so `v` must be a list of {len(x)} tensors of "
+                             f"the same shapes; got {type(v).__name__}"
+                             + (f" of length {len(v)}" if isinstance(v, (list, tuple)) else ""))
+        names = [f"x[{i}]" for i in range(len(x))]
+        xs = [float_tensor(xi, name) for xi, name in zip(x, names)]
+        vs = [_same_shape_and_dtype(xi, vi, name, f"v[{i}]") for i, (xi, vi, name) in enumerate(zip(xs, v, names))]
+        argument = type(x)(xs)
+    else:
+        names = ["x"]
+        xs = [float_tensor(x, "x")]
+        vs = [_same_shape_and_dtype(xs[0], v, "x", "v")]
+        argument = xs[0]
     if mode == "forward-over-reverse":
-        with tf.autodiff.ForwardAccumulator(x, v) as acc:
-            gradient = _gradient(f, x)
-        return _unconnected(acc.jvp(gradient), x, unconnected)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        gradient = _gradient(f, x)
-        directional = tf.reduce_sum(gradient * v)
-    return _unconnected(outer.gradient(directional, x), x, unconnected)
+        with tf.autodiff.ForwardAccumulator(xs, vs) as acc:
+            gradients = _gradients(f, argument, xs, names)
+        products = acc.jvp(gradients)
+    else:
+        with tf.GradientTape() as outer:
+            outer.watch(xs)
+            gradients = _gradients(f, argument, xs, names)
+            directional = tf.add_n([tf.reduce_sum(g * vi) for g, vi in zip(gradients, vs)])
+        products = outer.gradient(directional, xs)
+    products = [_unconnected(p, xi, unconnected, name) for p, xi, name in zip(products, xs, names)]
+    return products if structured else products[0]
 
 
-def _gradient(f: Callable, x: Any) -> tf.Tensor:
+def _gradients(f: Callable, argument: Any, xs: list, names: list) -> list:
     with tf.GradientTape() as inner:
-        inner.watch(x)
-        y = _scalar(f(x), "`f`")
-    gradient = inner.gradient(y, x)
-    if gradient is None:
-        raise ValueError("the gradient of `f` with respect to `x` is None: `f` does not depend on `x`, or only "
-                         "through an operation without a gradient (a cast to an integer, tf.round, NumPy)")
-    return gradient
+        inner.watch(xs)
+        y = _scalar(f(argument), "`f`")
+    gradients = inner.gradient(y, xs)
+    for gradient, name in zip(gradients, names):
+        if gradient is None:
+            raise ValueError(f"the gradient of `f` with respect to `{name}` is None: `f` does not depend on it, or "
+                             "only through an operation without a gradient (a cast to an integer, tf.round, NumPy)")
+    return gradients
 
 
 class FixedPointError(tf.errors.InvalidArgumentError):
@@ -139,42 +172,43 @@ class FixedPointError(tf.errors.InvalidArgumentError):
         super().__init__(None, None, message)
 
 
-def _residual(new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
-    """max|new - old| relative to max(1, max|new|): the test is the same at any scale of z."""
-    scale = tf.maximum(tf.reduce_max(tf.abs(new)), tf.ones([], new.dtype))
-    return tf.reduce_max(tf.abs(new - old)) / scale
+def _iterate(step: Callable, start: tf.Tensor, tol: float, atol: float, max_iter: int, what: str) -> tf.Tensor:
+    """Run ``z <- step(z)`` until ``max|z_new - z| <= tol * max|z_new| + atol``; raise if it never does."""
+    tol_t, atol_t = tf.constant(tol, start.dtype), tf.constant(atol, start.dtype)
 
+    def settled(delta, scale):
+        return delta <= tol_t * scale + atol_t
 
-def _iterate(step: Callable, start: tf.Tensor, tol: float, max_iter: int, what: str) -> tf.Tensor:
-    """Run ``z <- step(z)`` until the relative change is at most ``tol``; raise if it never is."""
-    tol_t = tf.constant(tol, start.dtype)
+    def keep_going(i, z, delta, scale):
+        return tf.logical_and(i < max_iter, tf.logical_and(tf.logical_not(settled(delta, scale)),
+                                                           tf.math.is_finite(delta)))
 
-    def keep_going(i, z, residual):
-        return tf.logical_and(i < max_iter, tf.logical_and(residual > tol_t, tf.math.is_finite(residual)))
-
-    def body(i, z, residual):
+    def body(i, z, delta, scale):
         new = step(z)
-        return i + 1, new, _residual(new, z)
+        return i + 1, new, tf.reduce_max(tf.abs(new - z)), tf.reduce_max(tf.abs(new))
 
     never = tf.constant(start.dtype.max, start.dtype)  # finite: a non-finite change stops the loop
-    iterations, z, residual = tf.while_loop(keep_going, body, (tf.constant(0), start, never),
-                                            maximum_iterations=max_iter)
+    zero = tf.zeros([], start.dtype)
+    iterations, z, delta, scale = tf.while_loop(keep_going, body, (tf.constant(0), start, never, zero),
+                                                maximum_iterations=max_iter)
+    relative = tf.math.divide_no_nan(delta, scale)
     if tf.executing_eagerly():
-        steps, change = int(iterations), float(residual)
-        if not np.isfinite(change):
+        steps, change, relative = int(iterations), float(delta), float(relative)
+        if not (np.isfinite(change) and np.isfinite(float(scale))):
             raise FixedPointError(f"gradlib.fixed_point: the {what} iteration produced NaN or infinity after {steps} "
-                                  f"steps (relative change {change}). Check f for an overflow or a division by zero, "
+                                  f"steps (last change {change}). Check f for an overflow or a division by zero, "
                                   "and that the map is a contraction near the solution (|∂f/∂z| < 1).")
-        if not change <= tol:
+        if not bool(settled(delta, scale)):
             raise FixedPointError(f"gradlib.fixed_point: the {what} iteration did not converge: after {steps} of "
-                                  f"max_iter={max_iter} steps the relative change is {change:.3g} > tol={tol:g}. "
-                                  "Raise max_iter, or check that the map is a contraction near the solution "
-                                  "(|∂f/∂z| < 1) and that z0 is close enough.")
+                                  f"max_iter={max_iter} steps the last change is {change:.3g} ({relative:.3g} "
+                                  f"relative) > tol={tol:g} relative + atol={atol:g}. Raise max_iter, or check "
+                                  "that the map is a contraction near the solution (|∂f/∂z| < 1) and that z0 is "
+                                  "close enough; if the solution is 0, give an absolute tolerance atol.")
         return z
-    check = tf.debugging.Assert(residual <= tol_t, [
+    check = tf.debugging.Assert(settled(delta, scale), [
         f"gradlib.fixed_point: the {what} iteration did not converge (or produced NaN or infinity) within "
-        f"max_iter={max_iter} steps "
-        f"(tol={tol:g}); steps taken, relative change:", iterations, residual])
+        f"max_iter={max_iter} steps (tol={tol:g}, atol={atol:g}); steps taken, last change, its size relative "
+        "to max|z|:", iterations, delta, relative])
     with tf.control_dependencies([check]):
         return tf.identity(z)
 
@@ -184,12 +218,16 @@ def _default_tol(dtype: tf.DType) -> float:
     return 64 * epsilon[dtype]
 
 
-def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None, max_iter: int = 1000) -> tf.Tensor:
+def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None, max_iter: int = 1000,
+                atol: float = 0.0) -> tf.Tensor:
     r"""The fixed point :math:`z^\star = f(z^\star, \theta)`, with its implicit gradient.
 
     Forward: iterate :math:`z_{k+1} = f(z_k, \theta)` from :math:`z_0` until
-    :math:`\max|z_{k+1} - z_k| \le \mathrm{tol}\cdot\max(1, \max|z_{k+1}|)`
-    and return :math:`z_{k+1}`.
+    :math:`\max|z_{k+1} - z_k| \le \mathrm{tol}\cdot\max|z_{k+1}| + \mathrm{atol}`
+    and return :math:`z_{k+1}`.  The test bounds the last *step*; the error
+    of a contraction with factor :math:`q` is about
+    :math:`\mathrm{step}\cdot q/(1 - q)`, larger than the step when
+    :math:`q > 1/2`.
 
     Backward (implicit function theorem): differentiating
     :math:`z^\star = f(z^\star, \theta)` gives
@@ -200,21 +238,31 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
         u = \bar z + (\partial_z f)^\top u, \qquad
         \frac{\partial L}{\partial \theta} = (\partial_\theta f)^\top u,
 
-    evaluated at :math:`z^\star` only. ``u`` is found by the same kind of
-    iteration, one vector-Jacobian product of ``f`` per step. Neither pass
-    records the forward iterations, so memory and the backward pass's cost do
-    not grow with their number; the gradient is as accurate as :math:`z^\star`.
-    :math:`z^\star` does not depend on ``z0`` (locally), so ``z0``'s gradient
-    is zero.
+    evaluated at :math:`z^\star` only.  ``u`` is found by the same kind of
+    iteration (the Neumann series of :math:`(I - \partial_z f)^{-\top}`,
+    Almeida-Pineda recurrent backpropagation), one vector-Jacobian product of
+    ``f`` per step, on :math:`\bar z / \max|\bar z|` so that the tolerance
+    is relative at any scale of the upstream gradient.  It converges at the
+    forward iteration's rate, so it takes about as many steps; what does not
+    grow with the forward steps is memory: no tape records them, and the
+    backward pass evaluates ``f`` once, at :math:`z^\star`.  :math:`z^\star`
+    does not depend on ``z0`` (locally), so ``z0``'s gradient is zero.
 
-    Reference: S. G. Krantz, H. R. Parks, *The Implicit Function Theorem*,
-    Birkhäuser, 2002; for its use in deep learning, S. Bai, J. Z. Kolter,
-    V. Koltun, *Deep Equilibrium Models*, NeurIPS 2019, §3.1.
+    First derivatives only: the gradients are returned through
+    ``PreventGradient``, so a second derivative (``gradlib.hvp``, nested
+    tapes) raises a ``LookupError`` instead of returning a wrong number.
+
+    References: S. G. Krantz, H. R. Parks, *The Implicit Function Theorem*,
+    Birkhäuser, 2002; F. J. Pineda, *Generalization of back-propagation to
+    recurrent neural networks*, Physical Review Letters 59(19):2229-2232,
+    1987; B. Christianson, *Reverse accumulation and attractive fixed
+    points*, Optimization Methods and Software 3(4):311-326, 1994; S. Bai,
+    J. Z. Kolter, V. Koltun, *Deep Equilibrium Models*, NeurIPS 2019.
 
     Args:
         f: ``f(z, *params)`` returning a tensor with ``z``'s shape and dtype.
             It may read ``tf.Variable`` objects (a Keras layer's weights);
-            they get implicit gradients too. Its own backward pass must be
+            they get implicit gradients too.  Its own backward pass must be
             TensorFlow operations.
         z0: the starting point, a floating tensor.
         *params: the tensors or variables :math:`\theta` passed to ``f``;
@@ -223,6 +271,8 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
             iterations; default :math:`64\,\epsilon` of ``z0``'s dtype
             (about 7.6e-6 in float32, 1.4e-14 in float64).
         max_iter: the most iterations each of the two solves may take.
+        atol: an absolute tolerance added to the forward test (default 0);
+            needed when the solution is 0 and the iterates only approach it.
 
     Returns:
         :math:`z^\star`, shaped like ``z0``.
@@ -235,13 +285,14 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
         TypeError: ``f`` is not callable; ``z0`` is not floating; ``f``
             returns another dtype.
         ValueError: ``f`` returns another shape; ``tol`` is not a positive
-            number; ``max_iter`` is not a positive integer.
+            number; ``atol`` is negative; ``max_iter`` is not a positive integer.
     """
     callable_arg(f, "f")
     z0 = float_tensor(z0, "z0")
     if isinstance(z0, tf.Variable):
         z0 = tf.convert_to_tensor(z0)
     tol = _default_tol(z0.dtype) if tol is None else real_number(tol, "tol", positive=True)
+    atol = real_number(atol, "atol", minimum=0)
     max_iter = integer(max_iter, "max_iter")
 
     def apply(z, args):
@@ -257,11 +308,15 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
 
     params = [p if isinstance(p, tf.Variable) else tf.convert_to_tensor(p, dtype_hint=z0.dtype) for p in params]
     floating = [p.dtype.is_floating for p in params]
+    first_order_only = "gradlib.fixed_point gives first derivatives only: its implicit gradient is not differentiable"
+
+    def no_second_derivative(gradient):
+        return None if gradient is None else tf.raw_ops.PreventGradient(input=gradient, message=first_order_only)
 
     @tf.custom_gradient
     def solve(z0, *params):
         with record.stop_recording():  # no tape keeps the iterations
-            z_star = _iterate(lambda z: apply(z, params), z0, tol, max_iter, "forward")
+            z_star = _iterate(lambda z: apply(z, params), z0, tol, atol, max_iter, "forward")
 
         def grad_fn(z_bar, variables=None):
             variables = list(variables or [])
@@ -270,17 +325,19 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
             with tf.GradientTape(persistent=True) as tape:
                 tape.watch([z] + sources)
                 fz = apply(z, params)
+            z_bar = tf.convert_to_tensor(z_bar)
+            scale = tf.reduce_max(tf.abs(z_bar))
+            unit = tf.math.divide_no_nan(z_bar, scale)  # the adjoint equation is linear in z_bar
 
             def adjoint_step(u):
                 back = tape.gradient(fz, z, output_gradients=u, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-                return z_bar + back
+                return unit + back
 
-            u = _iterate(adjoint_step, tf.convert_to_tensor(z_bar), tol, max_iter, "adjoint (gradient)")
+            u = scale * _iterate(adjoint_step, unit, tol, 0.0, max_iter, "adjoint (gradient)")
             grads = tape.gradient(fz, sources, output_gradients=u, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-            del tape
             found = iter(grads)
-            param_grads = [next(found) if is_float else None for is_float in floating]
-            variable_grads = list(found)
+            param_grads = [no_second_derivative(next(found)) if is_float else None for is_float in floating]
+            variable_grads = [no_second_derivative(g) for g in found]
             input_grads = [tf.zeros_like(z0)] + param_grads
             return (input_grads, variable_grads) if variables else input_grads
 

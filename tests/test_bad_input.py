@@ -511,6 +511,7 @@ KINDS = {
                                           False),
     ("fixed_point", "tol"): ("positive", lambda v: gradlib.fixed_point(tf.cos, X, tol=v), True),
     ("fixed_point", "max_iter"): ("positive_int", lambda v: gradlib.fixed_point(tf.cos, X, max_iter=v), False),
+    ("fixed_point", "atol"): ("non_negative", lambda v: gradlib.fixed_point(tf.cos, X, atol=v), False),
     ("gradient_reversal", "lam"): ("real", lambda v: gradlib.gradient_reversal(X, v), False),
     ("GradientReversal", "lam"): ("real", lambda v: gradlib.GradientReversal(v), False),
     ("check_gradient", "atol"): ("non_negative", lambda v: gradlib.check_gradient(tf.sin, [1.0], atol=v), False),

@@ -93,11 +93,12 @@ def test_hvp_at_a_kink_and_at_extreme_inputs(mode):
     got = hvp(lambda x: tf.reduce_sum(tf.nn.relu(x) ** 2), tf.constant([-1.0, 0.0, 2.0], tf.float64),
               tf.ones(3, tf.float64), mode=mode)
     np.testing.assert_array_equal(got.numpy(), [0.0, 0.0, 2.0])  # 2·1{x > 0}: TensorFlow's ReLU gradient at 0 is 0
-    # softplus'' = sigmoid(x)(1 - sigmoid(x)): at x = ±40 in float64 it is e^-40 to within rounding, never NaN
-    x = np.array([-40.0, 0.0, 40.0])
+    # softplus'' = σ(x)σ(-x) ≈ e^-20 at x = ±20; TensorFlow computes σ(x)(1 - σ(x)), whose cancellation
+    # at x = 20 in float64 costs about 1e-16 / 2e-9 relative: finite, never NaN, right to 1e-6
+    x = np.array([-20.0, 0.0, 20.0])
     got = hvp(lambda x: tf.reduce_sum(tf.nn.softplus(x)), tf.constant(x), tf.ones(3, tf.float64), mode=mode)
-    s = 1 / (1 + np.exp(-x))
-    np.testing.assert_allclose(got.numpy(), s * (1 - s), rtol=1e-9, atol=0)
+    expected = 1 / (1 + np.exp(-x)) / (1 + np.exp(x))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6, atol=0)
 
 
 def test_hvp_through_custom_gradients():
@@ -113,10 +114,51 @@ def test_hvp_through_custom_gradients():
     v = tf.constant([1.0, 1.0], tf.float64)
     for mode in MODES:
         np.testing.assert_allclose(hvp(lambda x: tf.reduce_sum(cube_tf(x)), x, v, mode=mode).numpy(), [6.0, -12.0])
-        with pytest.raises(ValueError, match="backward pass left TensorFlow"):
+        with pytest.raises(ValueError, match="a backward pass that left TensorFlow"):
             hvp(lambda x: tf.reduce_sum(cube_numpy(x)), x, v, mode=mode)
         # a linear f: the Hessian is zero, on request
         np.testing.assert_array_equal(hvp(lambda x: tf.reduce_sum(3 * x), x, v, mode=mode, unconnected="zero"), [0, 0])
+
+
+def test_hvp_of_a_list_of_weights_and_a_python_list_direction():
+    w = tf.Variable(RNG.normal(size=(3, 2)))
+    b = tf.Variable(RNG.normal(size=2))
+    x = RNG.normal(size=(4, 3))
+
+    def loss(weights):
+        w, b = weights
+        return tf.reduce_sum(tf.nn.softplus(x @ w + b))
+
+    vw, vb = RNG.normal(size=(3, 2)), RNG.normal(size=2)
+    for mode in MODES:
+        hw, hb = hvp(loss, [w, b], [tf.constant(vw), tf.constant(vb)], mode=mode)
+        # NumPy: s = xW + b, d²L = Σ σ'(s) ds², ds = x·dW + db
+        s = x @ w.numpy() + b.numpy()
+        sp = 1 / (1 + np.exp(-s)) / (1 + np.exp(s))
+        ds = x @ vw + vb
+        np.testing.assert_allclose(hw.numpy(), x.T @ (sp * ds), rtol=1e-12)
+        np.testing.assert_allclose(hb.numpy(), (sp * ds).sum(axis=0), rtol=1e-12)
+    # a Python list as v takes x's dtype (float64 here)
+    got = hvp(lambda x: tf.reduce_sum(x ** 3), tf.constant([1.0, 2.0], tf.float64), [1.0, -1.0])
+    np.testing.assert_array_equal(got.numpy(), [6.0, -12.0])
+    with pytest.raises(ValueError, match="`v` must be a list of 2 tensors"):
+        hvp(loss, [w, b], tf.constant(vw))
+
+
+def test_a_custom_second_derivative_is_used_backward_over_backward_only():
+    """ForwardAccumulator differentiates the operations that run; it never calls a grad_fn."""
+    @tf.custom_gradient
+    def first(x):
+        return 3 * x ** 2, lambda ddy: ddy * 100.0  # a deliberately "wrong" custom second derivative
+
+    @tf.custom_gradient
+    def cube(x):
+        return x ** 3, lambda dy: dy * first(x)
+
+    x, v = tf.constant([1.0, 2.0], tf.float64), tf.constant([1.0, 1.0], tf.float64)
+    f = lambda x: tf.reduce_sum(cube(x))  # noqa: E731
+    np.testing.assert_array_equal(hvp(f, x, v).numpy(), [100.0, 100.0])  # the default: reverse over reverse
+    np.testing.assert_array_equal(hvp(f, x, v, mode="forward-over-reverse").numpy(), [6.0, 12.0])
 
 
 def test_hvp_bad_input():
@@ -132,7 +174,7 @@ def test_hvp_bad_input():
         hvp(f, tf.constant([1, 2]), tf.constant([1, 2]))
     with pytest.raises(ValueError, match="`mode` must be one of"):
         hvp(f, x, x, mode="forward")
-    with pytest.raises(ValueError, match="does not depend on `x`"):
+    with pytest.raises(ValueError, match="with respect to `x` is None"):
         hvp(lambda x: tf.reduce_sum(tf.round(x)), x, x)
     with pytest.raises(TypeError, match="`f` must be callable"):
         hvp(None, x, x)
@@ -298,6 +340,37 @@ def test_neither_pass_keeps_the_forward_iterations():
     assert backward_calls[0] == backward_calls[1] == 1  # one evaluation of f at z*; the adjoint steps reuse its tape
 
 
+@pytest.mark.parametrize("dtype, upstream", [(tf.float32, 1e-5), (tf.float32, 1e-30), (tf.float64, 1e-14),
+                                              (tf.float64, 1e200)])
+def test_the_gradient_does_not_depend_on_the_size_of_the_upstream_gradient(dtype, upstream):
+    a = tf.constant([0.3, 0.9], dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        z = fixed_point(kepler, tf.zeros_like(a), a)
+    grad = tape.gradient(z, a, output_gradients=tf.constant([upstream, upstream], dtype)).numpy() / upstream
+    z = z.numpy().astype(np.float64)
+    np.testing.assert_allclose(grad, kepler_derivative(z, a.numpy().astype(np.float64)),
+                               rtol=2e-5 if dtype == tf.float32 else 1e-12)
+
+
+def test_the_forward_tolerance_is_relative_at_any_scale_and_atol_reaches_zero():
+    z = fixed_point(lambda z: 0.5 * z + 1e-6, tf.constant(0.0, tf.float64))
+    assert float(z) == pytest.approx(2e-6, rel=1e-12)
+    z = fixed_point(lambda z: 0.5 * z + 1e6, tf.constant(0.0, tf.float64))
+    assert float(z) == pytest.approx(2e6, rel=1e-12)
+    # the solution 0, approached geometrically: the relative change stays 1/2 until underflow
+    with pytest.raises(FixedPointError, match="give an absolute tolerance atol"):
+        fixed_point(lambda z: 0.5 * z, tf.constant(1.0, tf.float64), max_iter=200)
+    assert abs(float(fixed_point(lambda z: 0.5 * z, tf.constant(1.0, tf.float64), atol=1e-12))) <= 2e-12
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_second_derivative_through_fixed_point_raises_instead_of_lying(mode):
+    a = tf.constant([0.3, 0.9], tf.float64)
+    with pytest.raises(LookupError, match="first derivatives only"):
+        hvp(lambda a: tf.reduce_sum(fixed_point(kepler, tf.zeros_like(a), a)), a, tf.ones(2, tf.float64), mode=mode)
+
+
 def test_not_converging_raises_eagerly_and_in_graphs():
     flip = lambda z: 1.0 - z  # noqa: E731  z* = 1/2, but from 0 the iterates are 0, 1, 0, 1 ...
     with pytest.raises(FixedPointError, match=r"forward iteration did not converge.*max_iter=50"):
@@ -339,6 +412,8 @@ def test_fixed_point_bad_input():
         fixed_point(kepler, tf.constant(0.0), 0.5, tol=0.0)
     with pytest.raises(ValueError, match="`max_iter` must be a positive integer"):
         fixed_point(kepler, tf.constant(0.0), 0.5, max_iter=0)
+    with pytest.raises(ValueError, match="`atol` must be a non-negative number"):
+        fixed_point(kepler, tf.constant(0.0), 0.5, atol=-1.0)
 
 
 def test_public_names():
