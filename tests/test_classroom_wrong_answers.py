@@ -76,6 +76,8 @@ SPECIAL = {
     # ch07-ex1's answer is a layer class: a generic answer that returns no layer is told so
     **{("ch07-ex1", name): "ch07.not_layer" for name in ("returns None", "returns NaN", "wrong shape",
                                                           "returns a str", "int32")},
+    ("ch08-ex1", "returns None"): "ch08.jvp_none",            # None: the outer tape found no path from u
+    ("ch08-ex1", "returns NaN"): "common.shape",              # a[0] is the function f: a scalar NaN
 }
 
 # -- typical mistakes with a message of their own ------------------------------------------------

@@ -47,6 +47,10 @@ constants and reference functions of the chapter's module.  Why each stays code:
 * ch04-ex3: compares whole rows, and a forward pass that clips is its own message.
 * ch06-ex1: the tf.function and Variable probe, and a bit-exact comparison.
 * ch06-ex3: find-the-bug loss, with hints chosen by fitting coefficients (inequalities, not a table).
+* ch07-ex1, ch07-ex2: a Keras layer class and a registered quantizer, under mixed precision, fit and a .keras round trip.
+* ch08-ex1: a function of a function, with forward mode and tape.jacobian switched off while it runs.
+* ch08-ex2: value, first and second derivatives (nested tapes) in ulps, and the nesting of custom gradients detected.
+* ch08-ex3: a solver's accuracy and its implicit gradients, with the custom gradient detected and unrolling told apart.
 
 Adding an exercise with an automatic check:
 
