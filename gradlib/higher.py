@@ -76,8 +76,11 @@ def hvp(f: Callable, x: Any, v: Any, *, mode: str = "reverse-over-reverse", unco
       nested custom gradient inside a ``grad_fn``) is used.
     * ``mode="forward-over-reverse"``: a forward-mode derivative
       (``tf.autodiff.ForwardAccumulator``, tangent ``v``) of the reverse-mode
-      gradient.  Forward mode differentiates the operations that run and
-      never calls a ``grad_fn``: a custom second derivative is ignored.
+      gradient.  Forward mode differentiates the operations that ran and
+      falls back on a ``grad_fn`` only where they give the output no tangent
+      (a forward pass in NumPy, ``tf.stop_gradient``, ``Sign``): a custom
+      second derivative whose function's own operations are differentiable
+      is ignored.
 
     Without custom second derivatives both are exact up to rounding.
 
@@ -90,7 +93,9 @@ def hvp(f: Callable, x: Any, v: Any, *, mode: str = "reverse-over-reverse", unco
             operations, or their share of the second derivative is lost.
         x: the point: a floating tensor or ``tf.Variable`` of any shape
             (float16/bfloat16/float32/float64), or a list or tuple of them
-            (a model's weights); ``f`` receives it as given.
+            (a model's weights: Keras 3 variables are read through their
+            ``tf.Variable``); ``f`` receives the list of tensors or
+            ``tf.Variable`` objects.
         v: the direction, with ``x``'s structure, shapes and dtypes (a
             Python number or list takes ``x``'s dtype).
         mode: ``"reverse-over-reverse"`` or ``"forward-over-reverse"``.
@@ -121,19 +126,19 @@ def hvp(f: Callable, x: Any, v: Any, *, mode: str = "reverse-over-reverse", unco
         raise ValueError(f"`unconnected` must be one of {_UNCONNECTED}; got {unconnected!r}")
     # a list of tensors or variables (a model's weights) is a structure; a list of numbers is one tensor
     structured = isinstance(x, (list, tuple)) and len(x) > 0 and all(
-        isinstance(e, (tf.Tensor, tf.Variable, np.ndarray)) for e in x)
+        isinstance(_tf_value(e), (tf.Tensor, tf.Variable, np.ndarray)) for e in x)
     if structured:
         if not isinstance(v, (list, tuple)) or len(v) != len(x):
             raise ValueError(f"`x` is a list of {len(x)} tensors, so `v` must be a list of {len(x)} tensors of "
                              f"the same shapes; got {type(v).__name__}"
                              + (f" of length {len(v)}" if isinstance(v, (list, tuple)) else ""))
         names = [f"x[{i}]" for i in range(len(x))]
-        xs = [float_tensor(xi, name) for xi, name in zip(x, names)]
+        xs = [float_tensor(_tf_value(xi), name) for xi, name in zip(x, names)]
         vs = [_same_shape_and_dtype(xi, vi, name, f"v[{i}]") for i, (xi, vi, name) in enumerate(zip(xs, v, names))]
         argument = type(x)(xs)
     else:
         names = ["x"]
-        xs = [float_tensor(x, "x")]
+        xs = [float_tensor(_tf_value(x), "x")]
         vs = [_same_shape_and_dtype(xs[0], v, "x", "v")]
         argument = xs[0]
     if mode == "forward-over-reverse":
@@ -148,6 +153,12 @@ def hvp(f: Callable, x: Any, v: Any, *, mode: str = "reverse-over-reverse", unco
         products = outer.gradient(directional, xs)
     products = [_unconnected(p, xi, unconnected, name) for p, xi, name in zip(products, xs, names)]
     return products if structured else products[0]
+
+
+def _tf_value(x: Any) -> Any:
+    """A Keras 3 variable's ``tf.Variable`` (what a tape watches and a model reads); anything else unchanged."""
+    value = getattr(x, "value", None) if not isinstance(x, (tf.Tensor, tf.Variable, np.ndarray)) else None
+    return value if isinstance(value, tf.Variable) else x
 
 
 def _gradients(f: Callable, argument: Any, xs: list, names: list) -> list:
@@ -242,15 +253,23 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
     iteration (the Neumann series of :math:`(I - \partial_z f)^{-\top}`,
     Almeida-Pineda recurrent backpropagation), one vector-Jacobian product of
     ``f`` per step, on :math:`\bar z / \max|\bar z|` so that the tolerance
-    is relative at any scale of the upstream gradient.  It converges at the
+    is relative at any scale of the upstream gradient (relative to its
+    largest entry: an entry whose upstream gradient is orders of magnitude
+    smaller than the largest is correspondingly less accurate).  A NaN or
+    infinite upstream gradient gives NaN gradients, as plain operations
+    would propagate it (dynamic loss scaling then skips the step).  It converges at the
     forward iteration's rate, so it takes about as many steps; what does not
     grow with the forward steps is memory: no tape records them, and the
     backward pass evaluates ``f`` once, at :math:`z^\star`.  :math:`z^\star`
     does not depend on ``z0`` (locally), so ``z0``'s gradient is zero.
 
-    First derivatives only: the gradients are returned through
-    ``PreventGradient``, so a second derivative (``gradlib.hvp``, nested
-    tapes) raises a ``LookupError`` instead of returning a wrong number.
+    First derivatives only, in reverse mode: the gradients are returned
+    through ``PreventGradient``, so a second derivative (``gradlib.hvp``,
+    nested tapes) raises instead of returning a wrong number (a
+    ``LookupError`` eagerly; inside a ``tf.function``, an error when the
+    gradient is built).  A forward-mode derivative
+    (``tf.autodiff.ForwardAccumulator``) of :math:`z^\star` is not
+    available: it comes back ``None``.
 
     References: S. G. Krantz, H. R. Parks, *The Implicit Function Theorem*,
     Birkhäuser, 2002; F. J. Pineda, *Generalization of back-propagation to
@@ -326,8 +345,12 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
                 tape.watch([z] + sources)
                 fz = apply(z, params)
             z_bar = tf.convert_to_tensor(z_bar)
-            scale = tf.reduce_max(tf.abs(z_bar))
-            unit = tf.math.divide_no_nan(z_bar, scale)  # the adjoint equation is linear in z_bar
+            finite = tf.math.is_finite(z_bar)
+            clean = tf.where(finite, z_bar, tf.zeros_like(z_bar))
+            poison = tf.where(tf.reduce_all(finite), tf.zeros([], z_bar.dtype),  # NaN/inf upstream: NaN out
+                              tf.constant(np.nan, z_bar.dtype))
+            scale = tf.reduce_max(tf.abs(clean))
+            unit = tf.math.divide_no_nan(clean, scale)  # the adjoint equation is linear in z_bar
 
             def adjoint_step(u):
                 back = tape.gradient(fz, z, output_gradients=u, unconnected_gradients=tf.UnconnectedGradients.ZERO)
@@ -335,6 +358,7 @@ def fixed_point(f: Callable, z0: Any, *params: Any, tol: Optional[float] = None,
 
             u = scale * _iterate(adjoint_step, unit, tol, 0.0, max_iter, "adjoint (gradient)")
             grads = tape.gradient(fz, sources, output_gradients=u, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            grads = [g + tf.cast(poison, g.dtype) for g in grads]
             found = iter(grads)
             param_grads = [no_second_derivative(next(found)) if is_float else None for is_float in floating]
             variable_grads = [no_second_derivative(g) for g in found]

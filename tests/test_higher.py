@@ -145,8 +145,50 @@ def test_hvp_of_a_list_of_weights_and_a_python_list_direction():
         hvp(loss, [w, b], tf.constant(vw))
 
 
+def test_hvp_of_a_keras_models_weights():
+    import keras
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softplus", dtype="float64"),
+                              keras.layers.Dense(1, dtype="float64")])
+    x = tf.constant(RNG.normal(size=(5, 3)))
+    weights = model.trainable_variables  # Keras 3 variables, not tf.Variable
+
+    def loss(_):
+        return tf.reduce_sum(model(x) ** 2)
+
+    vs = [tf.constant(RNG.normal(size=w.shape)) for w in weights]
+    got = hvp(loss, weights, vs)
+    # the same product from the flat Hessian of the loss in the weights, by finite differences of the gradient
+    def gradient_at(shift):
+        for w, v in zip(weights, vs):
+            w.assign_add(shift * v.numpy())
+        with tf.GradientTape() as tape:
+            value = loss(None)
+        grads = tape.gradient(value, weights)
+        for w, v in zip(weights, vs):
+            w.assign_sub(shift * v.numpy())
+        return [g.numpy() for g in grads]
+    h = 1e-5
+    plus, minus = gradient_at(h), gradient_at(-h)
+    for g, p, m in zip(got, plus, minus):
+        np.testing.assert_allclose(g.numpy(), (p - m) / (2 * h), rtol=1e-5, atol=1e-8)
+
+
+def test_a_partly_unconnected_second_derivative_is_a_silent_loss_hvp_cannot_see():
+    """A NumPy backward inside sin(.): H·v is connected through sin, so no error, and it is wrong."""
+    @tf.custom_gradient
+    def cube_numpy(x):
+        return x ** 3, lambda dy: dy * (3 * x.numpy() ** 2)
+
+    x = tf.constant([0.5], tf.float64)
+    got = float(hvp(lambda x: tf.reduce_sum(tf.sin(cube_numpy(x))), x, tf.ones(1, tf.float64))[0])
+    exact = -9 * 0.5 ** 4 * np.sin(0.125) + 6 * 0.5 * np.cos(0.125)
+    assert np.isfinite(got) and abs(got - exact) > 1.0  # documented in hvp's message and chapter 8
+
+
 def test_a_custom_second_derivative_is_used_backward_over_backward_only():
-    """ForwardAccumulator differentiates the operations that run; it never calls a grad_fn."""
+    """ForwardAccumulator differentiates the operations that ran (here differentiable ones); it falls back on a
+    grad_fn only where they give no tangent."""
     @tf.custom_gradient
     def first(x):
         return 3 * x ** 2, lambda ddy: ddy * 100.0  # a deliberately "wrong" custom second derivative
@@ -313,7 +355,7 @@ def test_an_integer_param_gets_no_gradient():
 
 def test_neither_pass_keeps_the_forward_iterations():
     """Memory does not grow with the iterations: the tape keeps none of the iterates alive,
-    and the backward pass costs the same however many forward steps there were."""
+    and the backward pass evaluates f once, however many forward steps there were."""
     refs, calls = [], []
 
     def f(z, a):
@@ -351,6 +393,26 @@ def test_the_gradient_does_not_depend_on_the_size_of_the_upstream_gradient(dtype
     z = z.numpy().astype(np.float64)
     np.testing.assert_allclose(grad, kepler_derivative(z, a.numpy().astype(np.float64)),
                                rtol=2e-5 if dtype == tf.float32 else 1e-12)
+
+
+def test_unequal_upstream_entries_and_a_non_finite_upstream_gradient():
+    a = tf.constant([0.3, 0.9], tf.float64)
+    for upstream in ([1.0, 1e-3], [1e-3, 1.0], [-2.0, 0.5]):
+        with tf.GradientTape() as tape:
+            tape.watch(a)
+            z = fixed_point(kepler, tf.zeros_like(a), a)
+        grad = tape.gradient(z, a, output_gradients=tf.constant(upstream, tf.float64)).numpy()
+        np.testing.assert_allclose(grad, np.array(upstream) * kepler_derivative(z.numpy(), a.numpy()), rtol=1e-9)
+    # NaN or inf upstream (a loss-scaled step that overflowed): NaN gradients, no error, as plain ops propagate it
+    for bad in (np.inf, np.nan):
+        with tf.GradientTape() as tape:
+            tape.watch(a)
+            z = fixed_point(kepler, tf.zeros_like(a), a)
+        grad = tape.gradient(z, a, output_gradients=tf.constant([bad, 1.0], tf.float64))
+        assert np.all(np.isnan(grad.numpy()))
+    grad = tf.function(lambda a: tf.gradients(fixed_point(kepler, tf.zeros_like(a), a), a,
+                                              grad_ys=tf.constant([np.inf, 1.0], tf.float64))[0])(a)
+    assert np.all(np.isnan(grad.numpy()))
 
 
 def test_the_forward_tolerance_is_relative_at_any_scale_and_atol_reaches_zero():
