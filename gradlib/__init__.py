@@ -46,6 +46,7 @@ from . import _compat  # noqa: E402,F401  (checks the TensorFlow version first)
 from ._compat import UntestedTensorFlowWarning
 from .autodiff import curves, value_and_grad
 from .checks import GradientCheck, GradientError, check_gradient, strict_custom_gradient
+from .debugging import Diagnosis, Finding, diagnose
 from .explorer import Explorer, PanelExplorer, explore, explore_panels, plot_curves
 from .graph import register_gradient, run_graph
 from .higher import FixedPointError, fixed_point, hvp
@@ -77,7 +78,9 @@ _LAZY = {
 }
 
 __all__ = [
+    "Diagnosis",
     "Explorer",
+    "Finding",
     "FixedPointError",
     "GradientReversal",
     "PanelExplorer",
@@ -95,6 +98,7 @@ __all__ = [
     "curves",
     "dann",
     "data",
+    "diagnose",
     "dorefa_quantize",
     "dorefa_weights",
     "exercises",

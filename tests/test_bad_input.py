@@ -9,7 +9,7 @@ never an error from deep inside NumPy or TensorFlow.
 Not in the table: the names that take no input to get wrong
 (``captured_tf_warnings()``, the constants ``SIGN_SURROGATES``, ``QUANTIZERS``,
 ``dann.DEFAULTS``, ``dann.PROBES``, ``dann.SELECTION_SEEDS``, ``experiments.KINDS``), the result and exception classes
-``GradientCheck``, ``GradientError``, ``FixedPointError``, ``UntestedTensorFlowWarning`` and ``exercises.Feedback``, and
+``GradientCheck``, ``GradientError``, ``FixedPointError``, ``Diagnosis``, ``Finding``, ``UntestedTensorFlowWarning`` and ``exercises.Feedback``, and
 ``exercises.exercise_ids()``.  ``test_the_table_covers_every_public_function``
 keeps this list honest.
 
@@ -429,6 +429,22 @@ CASES = {
                                          r"`f` returned shape \[\] for a z of shape \[4\]"),
     "fixed_point: no convergence": (gradlib.fixed_point, (lambda z: 1.0 - z, X), {"max_iter": 10},
                                     gradlib.FixedPointError, r"did not converge: after 10 of max_iter=10"),
+    # -- diagnosis
+    "diagnose: fn not callable": (gradlib.diagnose, (None, X), {}, TypeError, r"`fn` must be callable"),
+    "diagnose: no inputs": (gradlib.diagnose, (tf.reduce_sum,), {}, ValueError, r"needs at least one input"),
+    "diagnose: int32 input": (gradlib.diagnose, (tf.reduce_sum, X, INTS), {}, TypeError, r"input 1 has dtype int32"),
+    "diagnose: Python int input": (gradlib.diagnose, (tf.square, 3), {}, TypeError, r"input 0 has dtype int32"),
+    "diagnose: bool input": (gradlib.diagnose, (tf.reduce_sum, tf.constant([True])), {}, TypeError,
+                             r"input 0 has dtype bool"),
+    "diagnose: string input": (gradlib.diagnose, (tf.reduce_sum, "x"), {}, TypeError, r"input 0 has dtype string"),
+    "diagnose: arguments swapped": (gradlib.diagnose, (X, tf.sin), {}, TypeError, r"`fn` must be callable"),
+    "diagnose: fn returns an integer": (gradlib.diagnose, (lambda x: tf.cast(x, tf.int32), X), {}, TypeError,
+                                       r"fn returned a int32 tensor"),
+    "diagnose: fn returns a tuple": (gradlib.diagnose, (lambda x: (x, x), X), {}, TypeError,
+                                     r"fn must return one tensor"),
+    "diagnose: unknown lang": (gradlib.diagnose, (tf.sin, X), {"lang": "fr"}, ValueError, r"`lang` must be one of"),
+    "diagnose: ignore is a string": (gradlib.diagnose, (tf.sin, X), {"ignore": "StopGradient"}, TypeError,
+                                     r"`ignore` must be a sequence of op types"),
     # -- exercise checks
     "exercises.check: unknown exercise id": (exercises.check, ("ch99-ex1", abs), {}, ValueError,
                                              r"unknown exercise id 'ch99-ex1'"),
@@ -449,7 +465,7 @@ def test_bad_input_raises_an_error_naming_the_argument(case):
 
 
 # Public names that take nothing to get wrong, or are results/exceptions (see the module docstring).
-NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "QUANTIZERS", "layers.QUANTIZERS", "benchmarks.LATEST", "GradientCheck", "GradientError", "FixedPointError",
+NOT_IN_TABLE = {"captured_tf_warnings", "UntestedTensorFlowWarning", "SIGN_SURROGATES", "QUANTIZERS", "layers.QUANTIZERS", "benchmarks.LATEST", "GradientCheck", "GradientError", "FixedPointError", "Diagnosis", "Finding",
                 "dann.DEFAULTS", "dann.PROBES", "dann.SELECTION_SEEDS", "experiments.KINDS", "exercises.Feedback", "exercises.exercise_ids"}
 
 

@@ -1,0 +1,595 @@
+r"""Where a gradient dies: :func:`diagnose` walks the backward pass op by op.
+
+``tape.gradient`` answers with one tensor per input: ``None``, zeros, NaN or
+a number. When the answer is wrong, it does not say *where* the gradient was
+lost. :func:`diagnose` traces the function into a graph and runs the backward
+pass one operation at a time, with each op's own registered gradient, so it
+can name the first op on each path, from the output back to an input, where
+a healthy gradient turns into ``None``, all zeros, NaN or inf.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import defaultdict
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from ._validate import callable_arg
+
+__all__ = ["Diagnosis", "Finding", "diagnose"]
+
+PROBLEMS = ("nan", "inf", "none", "zero")  # also the order of the report: the worst first
+# What one op sends back to one input over several of its own inputs, as a sum: NaN or inf poisons it,
+# zeros and None together add up to zeros (a tf.custom_gradient's forward half gets None, x gets zeros).
+_SUM_ORDER = ("nan", "inf", "zero", "none")
+
+# The state of one gradient tensor, as the backward pass leaves it.
+_OK, _NONE, _ZERO, _NAN, _INF = "ok", "none", "zero", "nan", "inf"
+
+# Ops whose output depends only on the shape of their input, not on its
+# values: a path through them carries no derivative to lose.
+_STRUCTURAL = frozenset({"Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "BroadcastGradientArgs",
+                         "TensorListLength", "VariableShape"})
+_DIFFERENTIABLE = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
+                   tf.resource, tf.variant)
+_NO_GRADIENT = re.compile(r"No gradient defined for operation\s*'([^']+)'")
+
+_TEXT = {
+    "en": {
+        "headers": ["input", "op", "op name", "problem", "what happened"],
+        "ok": "No gradient dies on the way back: every path from the output to every input carries a "
+              "finite gradient that is not all zeros.",
+        "found": "{count} place(s) where a gradient dies:",
+        "inputs_headers": ["input", "dtype", "shape", "gradient"],
+        "state": {_OK: "finite, not all zero", _NONE: "None", _ZERO: "all zeros", _NAN: "contains NaN",
+                  _INF: "contains inf"},
+        "problem": {"none": "None", "zero": "zero", "nan": "NaN", "inf": "inf"},
+        "reason": {
+            "none": "{op} sends no gradient (None) to the path back to this input",
+            "no_gradient": "{op} has no usable gradient: tape.gradient raises LookupError here",
+            "integer": "{op} turns a float into {dtype}; no gradient flows through integer or boolean tensors",
+            "stop": "{op} stops the gradient, and no other path reaches this input",
+            "zero": "{op} turns a gradient that is not zero into all zeros",
+            "nan": "{op} turns a finite gradient into NaN",
+            "inf": "{op} turns a finite gradient into inf",
+            "zero_nan": "{op} turns an all-zero gradient into NaN (0 × inf)",
+            "zero_inf": "{op} turns an all-zero gradient into inf",
+            "dead_end": "the input reaches {op}, whose result never reaches the output",
+            "unused": "the output does not use this input at all",
+            "untraced": "the gradient is None and fn cannot be traced: it leaves TensorFlow "
+                        "(NumPy, .numpy(), Python numbers), so no op records what happened",
+        },
+    },
+    "zh": {
+        "headers": ["输入", "运算", "运算名", "问题", "发生了什么"],
+        "ok": "反向传播途中没有梯度消失：从输出到每个输入的每条路径都带着有限且不全为零的梯度。",
+        "found": "梯度在 {count} 处失效：",
+        "inputs_headers": ["输入", "数据类型", "形状", "梯度"],
+        "state": {_OK: "有限，且不全为零", _NONE: "None", _ZERO: "全为零", _NAN: "含 NaN", _INF: "含 inf"},
+        "problem": {"none": "None", "zero": "零", "nan": "NaN", "inf": "inf"},
+        "reason": {
+            "none": "{op} 不向通往该输入的路径传回梯度（None）",
+            "no_gradient": "{op} 没有可用的梯度：tape.gradient 在此抛出 LookupError",
+            "integer": "{op} 把浮点数变成 {dtype}；梯度不经过整数或布尔张量",
+            "stop": "{op} 截断了梯度，且没有别的路径通到该输入",
+            "zero": "{op} 把不为零的梯度变成了全零",
+            "nan": "{op} 把有限的梯度变成了 NaN",
+            "inf": "{op} 把有限的梯度变成了 inf",
+            "zero_nan": "{op} 把全零的梯度变成了 NaN（0 × inf）",
+            "zero_inf": "{op} 把全零的梯度变成了 inf",
+            "dead_end": "该输入流到 {op}，但其结果到不了输出",
+            "unused": "输出根本没有用到该输入",
+            "untraced": "梯度为 None，且 fn 无法被追踪成计算图：它离开了 TensorFlow"
+                        "（NumPy、.numpy()、Python 数值），没有任何运算记录发生了什么",
+        },
+    },
+}
+
+
+def _language(lang: Any) -> str:
+    if lang not in _TEXT:
+        raise ValueError(f"`lang` must be one of {sorted(_TEXT)}; got {lang!r}")
+    return lang
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One place where the gradient of one input dies.
+
+    Attributes:
+        input: the index of the input (in ``diagnose(fn, *inputs)``) whose
+            gradient this op cuts, zeroes or poisons.
+        op_type: the op's type, e.g. ``"Round"``, ``"Log"``, ``"Cast"``;
+            ``None`` when no op is to blame (the output never uses the input,
+            or ``fn`` could not be traced).
+        op_name: the op's name in the traced graph, or ``None`` as above.
+        problem: ``"none"``, ``"zero"``, ``"nan"`` or ``"inf"``: what the
+            gradient becomes here.
+        reason: a key of the explanation (``"none"``, ``"no_gradient"``,
+            ``"integer"``, ``"stop"``, ``"zero"``, ``"nan"``, ``"inf"``,
+            ``"zero_nan"``, ``"zero_inf"``, ``"dead_end"``, ``"unused"``,
+            ``"untraced"``); :meth:`explain` turns it into a sentence.
+        dtype: for ``"integer"``, the integer (or ``"bool"``) dtype the op
+            produces.
+    """
+
+    input: int
+    op_type: Optional[str]
+    op_name: Optional[str]
+    problem: str
+    reason: str
+    dtype: Optional[str] = None
+
+    def explain(self, lang: str = "en") -> str:
+        """One sentence, in English (``"en"``) or Chinese (``"zh"``), saying what happened."""
+        op = self.op_type or ""
+        return _TEXT[_language(lang)]["reason"][self.reason].format(op=op, dtype=self.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputGradient:
+    """What ``tape.gradient`` gives one input: its ``state`` is ``"ok"``, ``"none"``, ``"zero"``, ``"nan"`` or ``"inf"``."""
+
+    index: int
+    dtype: str
+    shape: tuple
+    state: str
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Diagnosis:
+    """The report of :func:`diagnose`.
+
+    ``findings`` lists, for each input, the ops where its gradient dies, the
+    worst problems first (NaN, inf, None, zero), then from the output back.
+    ``inputs`` says what the whole backward pass delivers to each input.
+    ``ok`` is True when ``findings`` is empty.  In a notebook the report shows
+    as a table in ``lang``; :meth:`table` gives it in the other language.
+    """
+
+    findings: tuple
+    inputs: tuple
+    lang: str = "en"
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def _rows(self, lang: str) -> list:
+        text = _TEXT[lang]
+        return [[str(f.input), f.op_type or "—", f.op_name or "—", text["problem"][f.problem], f.explain(lang)]
+                for f in self.findings]
+
+    def _input_rows(self, lang: str) -> list:
+        state = _TEXT[lang]["state"]
+        return [[str(i.index), i.dtype, str(list(i.shape)), state[i.state]] for i in self.inputs]
+
+    def table(self, lang: Optional[str] = None):
+        """The report as an ``IPython.display.Markdown`` table, in ``lang`` (default: the report's)."""
+        from IPython.display import Markdown
+
+        return Markdown(self._markdown(_language(lang or self.lang)))
+
+    def _markdown(self, lang: str) -> str:
+        text = _TEXT[lang]
+        lines = []
+        if self.ok:
+            lines.append(text["ok"])
+        else:
+            lines.append(text["found"].format(count=len(self.findings)))
+            lines.append("")
+            lines += _markdown_lines(text["headers"], self._rows(lang))
+        lines.append("")
+        lines += _markdown_lines(text["inputs_headers"], self._input_rows(lang))
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self._markdown(self.lang)
+
+    def __repr__(self) -> str:
+        text = _TEXT[self.lang]
+        if self.ok:
+            return f"<Diagnosis: {text['ok']}>"
+        word, problem = text["headers"][0], text["problem"]  # in the report's language, like the table
+        lines = [f"<Diagnosis: {text['found'].format(count=len(self.findings))}"]
+        lines += [f"  {word} {f.input}: {f.op_type or '—'} ({f.op_name or '—'}) -> {problem[f.problem]}: "
+                  f"{f.explain(self.lang)}" for f in self.findings]
+        return "\n".join(lines) + ">"
+
+
+def _markdown_lines(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list:
+    def cell(value):
+        return str(value).replace("|", r"\|").replace("\n", " ")
+
+    return (["| " + " | ".join(map(cell, headers)) + " |", "|" + "---|" * len(headers)]
+            + ["| " + " | ".join(map(cell, row)) + " |" for row in rows])
+
+
+# ---------------------------------------------------------------------------
+# Tracing and the op-by-op backward pass
+
+
+def _as_input(value: Any, index: int):
+    """An input as a float tensor or a float ``tf.Variable`` (Keras variables through their tf.Variable)."""
+    inner = getattr(value, "value", None)
+    if not isinstance(value, tf.Variable) and isinstance(inner, tf.Variable):  # a Keras 3 variable
+        value = inner
+    if isinstance(value, tf.Variable):
+        dtype = value.dtype
+    else:
+        if callable(value) and not isinstance(value, (tf.Tensor, np.ndarray)):
+            raise TypeError(f"input {index} is a {type(value).__name__}, not a tensor: diagnose(fn, *inputs) takes "
+                            "the function first and then the values to differentiate at")
+        try:
+            value = tf.convert_to_tensor(value)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"input {index} must be a floating tensor; got {type(value).__name__}: {err}") from None
+        dtype = value.dtype
+    if not dtype.is_floating:
+        raise TypeError(
+            f"input {index} has dtype {dtype.name}: a gradient exists only for floating inputs "
+            f"(float16, bfloat16, float32, float64), and TensorFlow sends none to integer or boolean tensors. "
+            f"Pass a float, e.g. tf.cast(x, tf.float32) or 3.0 instead of 3.")
+    return value
+
+
+def _state_flags(grad) -> tf.Tensor:
+    """[has NaN, has inf, all zero] of a gradient tensor (or IndexedSlices), in the graph.
+
+    A gradient that is not a number (the variant of a TensorList, inside tf.map_fn or a Keras RNN) cannot be
+    looked into: it counts as healthy, and a problem it carries shows where numbers come out of it.
+    """
+    if isinstance(grad, tf.IndexedSlices):
+        grad = grad.values
+    if not (grad.dtype.is_floating or grad.dtype.is_complex):
+        return tf.zeros([3], tf.bool)
+    if grad.dtype.is_complex:
+        grad = tf.abs(grad)
+    grad = tf.cast(grad, tf.float32) if grad.dtype in (tf.float16, tf.bfloat16) else grad
+    return tf.stack([tf.reduce_any(tf.math.is_nan(grad)), tf.reduce_any(tf.math.is_inf(grad)),
+                     tf.reduce_all(tf.equal(grad, 0))])
+
+
+def _state(flags) -> str:
+    nan, inf, zero = (bool(v) for v in flags)
+    return _NAN if nan else _INF if inf else _ZERO if zero else _OK
+
+
+def _add(grads: list):
+    grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+    return grads[0] if len(grads) == 1 else tf.add_n(grads)
+
+
+class _Trace:
+    """The graph of ``fn`` and an op-by-op backward pass through it, built inside one ``tf.function``."""
+
+    def __init__(self, fn: Callable, inputs: Sequence, ignore: frozenset):
+        self.fn, self.inputs, self.ignore = fn, list(inputs), ignore
+        self.flags: list = []  # in-graph [nan, inf, zero] vectors, evaluated in one call
+        self.upstream: dict = {}  # op name -> index into flags (gradient arriving at its outputs)
+        self.local: dict = {}  # (op name, input tensor name) -> index into flags, or None
+        self.no_gradient: set = set()  # op names whose gradient raised LookupError
+        self.total: list = []  # per input: index into flags, or None
+        self.ops: dict = {}
+        self.sources: list = []  # per input: the tensor the graph reads it from
+
+    def _flag(self, grad) -> int:
+        self.flags.append(_state_flags(grad))
+        return len(self.flags) - 1
+
+    def body(self, *args):
+        output = self.fn(*args)
+        if isinstance(output, (list, tuple, dict)):
+            raise TypeError(f"fn must return one tensor (a scalar, or a tensor whose sum is taken); got a "
+                            f"{type(output).__name__}. Return the loss, e.g. tf.add_n(losses)")
+        try:
+            output = tf.convert_to_tensor(output)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"fn must return a tensor; got {type(output).__name__}: {err}") from None
+        if not (output.dtype.is_floating or output.dtype.is_complex):
+            raise TypeError(f"fn returned a {output.dtype.name} tensor; a gradient needs a floating output "
+                            "(an integer or boolean result has no derivative)")
+        loss = tf.reduce_sum(output)
+        graph = loss.graph
+        captured = {id(external): internal for external, internal in graph.captures}
+        # a variable argument is read through the placeholder that captures its handle (None: never read)
+        self.sources = [captured.get(id(a.handle)) if isinstance(a, tf.Variable) else a for a in args]
+        forward = {op.name: op for op in graph.get_operations()}
+        self.ops = forward
+        needed = self._backward_reach(loss, forward)
+        self.reach = [set() if s is None else self._forward_reach(s, forward) & needed for s in self.sources]
+        self.sinks = [[] if s is None else self._dead_ends(s, forward, needed) for s in self.sources]
+        self._backward(loss, needed, forward)
+        return tf.stack(self.flags) if self.flags else tf.zeros([0, 3], tf.bool)
+
+    @staticmethod
+    def _backward_reach(loss, forward) -> set:
+        seen, stack = set(), [loss.op]
+        while stack:
+            op = stack.pop()
+            if op.name in seen or op.name not in forward:
+                continue
+            seen.add(op.name)
+            stack.extend(t.op for t in op.inputs)
+        return seen
+
+    @staticmethod
+    def _carries(tensor) -> bool:
+        """Whether a path through ``tensor`` can carry a derivative (booleans and shape-only results cannot)."""
+        return tensor.dtype != tf.bool and tensor.op.type not in _STRUCTURAL
+
+    def _forward_reach(self, source, forward) -> set:
+        seen, stack = set(), [source]
+        while stack:
+            tensor = stack.pop()
+            for consumer in tensor.consumers():
+                if consumer.name not in forward or consumer.name in seen:
+                    continue
+                seen.add(consumer.name)
+                stack.extend(t for t in consumer.outputs if self._carries(t))
+        return seen
+
+    def _dead_ends(self, source, forward, needed) -> list:
+        """The ops where the data flow from ``source`` ends without reaching the output."""
+        reach = self._forward_reach(source, forward)
+        if reach & needed:
+            return []
+        ends = []
+        for name in sorted(reach):
+            op = forward[name]
+            if not any(c.name in reach for t in op.outputs for c in t.consumers()):
+                ends.append(op)
+        return ends
+
+    def _backward(self, loss, needed, forward):
+        order = [op for op in loss.graph.get_operations() if op.name in needed]  # creation order is topological
+        grads = defaultdict(list)
+        grads[loss.ref()].append(tf.ones_like(loss))
+        for op in reversed(order):
+            outs = [t for t in op.outputs if grads.get(t.ref())]
+            if not outs:
+                continue
+            dys = [_add(grads[t.ref()]) for t in outs]
+            self.upstream[op.name] = [self._flag(dy) for dy in dys]
+            xs, seen = [], set()
+            for t in op.inputs:
+                if t.dtype in _DIFFERENTIABLE and t.ref() not in seen:
+                    seen.add(t.ref())
+                    xs.append(t)
+            if not xs:
+                continue
+            try:
+                local = tf.gradients(outs, xs, grad_ys=dys, stop_gradients=xs)
+            except LookupError as err:
+                match = _NO_GRADIENT.search(str(err))
+                if match and match.group(1) != op.name:  # pragma: no cover - the op is the only one between
+                    raise
+                self.no_gradient.add(op.name)
+                local = [None] * len(xs)
+            for x, g in zip(xs, local):
+                self.local[(op.name, x.name)] = None if g is None else self._flag(g)
+                if g is not None:
+                    grads[x.ref()].append(g)
+        self.total = [self._flag(_add(grads[s.ref()])) if s is not None and grads.get(s.ref()) else None
+                      for s in self.sources]
+
+
+def _findings(trace: _Trace, values: np.ndarray) -> list:
+    states = [_state(row) for row in values]
+    findings: list = []
+    ops = trace.ops
+    for index, reach in enumerate(trace.reach):
+        total = states[trace.total[index]] if trace.total[index] is not None else _NONE
+        if not reach:
+            ends = trace.sinks[index]
+            if ends:
+                findings += [(Finding(index, op.type, op.name, "none", "dead_end"), 0) for op in ends]
+            else:
+                findings.append((Finding(index, None, None, "none", "unused"), 0))
+            continue
+        order = [name for name in ops if name in reach]
+        for depth, name in enumerate(reversed(order)):
+            op = ops[name]
+            flags = trace.upstream.get(name)
+            if not flags:
+                continue
+            upstream = [states[i] for i in flags]
+            arriving = (_NAN if _NAN in upstream else _INF if _INF in upstream
+                        else _OK if _OK in upstream else _ZERO)
+            if arriving in (_NAN, _INF):
+                continue
+            on_path, refs = [], set()
+            for t in op.inputs:
+                if (t.op.name in reach or t.ref() == trace.sources[index].ref()) and trace._carries(t) \
+                        and t.ref() not in refs:
+                    refs.add(t.ref())
+                    on_path.append(t)
+            if not on_path:
+                continue
+            if name in trace.no_gradient:
+                findings.append((Finding(index, op.type, name, "none", "no_gradient"), depth))
+                continue
+            local = {}
+            for t in on_path:
+                if t.dtype in _DIFFERENTIABLE:
+                    flag = trace.local.get((name, t.name))
+                    local[t.ref()] = _NONE if flag is None else states[flag]
+            carried = any(s == _OK for s in local.values())
+            candidates = []
+            for t in on_path:
+                if t.dtype not in _DIFFERENTIABLE:
+                    if arriving == _OK and not carried:  # an integer path: blame where the floats ended
+                        for source_op in _integer_sources(t, reach, trace):
+                            dtype = next(o.dtype.name for o in source_op.outputs if not o.dtype.is_floating)
+                            findings.append((Finding(index, source_op.type, source_op.name, "none", "integer",
+                                                     dtype), depth))
+                    continue
+                got = local[t.ref()]
+                if arriving == _OK and got != _OK:
+                    if got in (_NONE, _ZERO) and carried:
+                        continue  # routed to another path to the same input, e.g. a tf.where's other branch
+                    if got == _NONE and op.type in trace.ignore:
+                        if total == _NONE:
+                            candidates.append(Finding(index, op.type, name, "none", "stop"))
+                        continue
+                    candidates.append(Finding(index, op.type, name, got, got))
+                elif arriving == _ZERO and got in (_NAN, _INF):
+                    candidates.append(Finding(index, op.type, name, got, "zero_" + got))
+            if candidates:
+                findings.append((min(candidates, key=lambda f: _SUM_ORDER.index(f.problem)), depth))
+        if total == _NONE and not any(f.input == index for f, _ in findings):
+            # Nothing above explains the None: the only paths left run through booleans, e.g.
+            # tf.cast(x > 0, tf.float32) or tf.where(x > 0, 1., 0.). Blame the ops that made them.
+            findings += [(Finding(index, ops[name].type, name, "none", "integer", tf.bool.name), depth)
+                         for depth, name in enumerate(reversed([n for n in ops if n in reach]))
+                         if any(o.dtype == tf.bool for o in ops[name].outputs)]
+    unique, seen = [], set()
+    for finding, depth in sorted(findings, key=lambda fd: (fd[0].input, PROBLEMS.index(fd[0].problem), fd[1])):
+        key = (finding.input, finding.op_name, finding.problem)
+        if key not in seen:
+            seen.add(key)
+            unique.append(finding)
+    return unique
+
+
+def _integer_sources(tensor, reach, trace) -> list:
+    """The ops on the path that turn floats into the integer ``tensor`` (walking back through integers)."""
+    found, stack, seen = [], [tensor], set()
+    while stack:
+        t = stack.pop()
+        op = t.op
+        if op.name in seen or op.name not in reach:
+            continue
+        seen.add(op.name)
+        float_inputs = [i for i in op.inputs if i.dtype in _DIFFERENTIABLE and
+                        (i.op.name in reach or any(i.ref() == s.ref() for s in trace.sources))]
+        if float_inputs:
+            found.append(op)
+        stack.extend(i for i in op.inputs if i.dtype not in _DIFFERENTIABLE and trace._carries(i))
+    return found
+
+
+def diagnose(fn: Callable, *inputs, ignore: Sequence[str] = ("StopGradient",), lang: str = "en") -> Diagnosis:
+    r"""Find the ops where the gradient of ``fn`` with respect to each input dies.
+
+    ``fn(*inputs)`` is traced once into a graph (``tf.function`` without
+    autograph), and its output summed to a scalar :math:`L`. The backward
+    pass is then run one op at a time, each with the gradient TensorFlow
+    registers for it, at the given input values. For an op :math:`y = f(x)`
+    on a path from input :math:`i` to the output, with :math:`\bar y =
+    \partial L/\partial y` arriving from the output side, the op is reported
+    when its own vector-Jacobian product :math:`\bar x = \bar y\,\partial
+    f/\partial x`:
+
+    - is ``None`` (the op is not differentiable, or has no gradient at all:
+      then ``tape.gradient`` raises ``LookupError``) while :math:`\bar y` is
+      finite and not all zero;
+    - is all zeros while :math:`\bar y` is not (a dead ReLU, a saturated
+      sigmoid, a clipped value);
+    - has NaN or inf while :math:`\bar y` is finite (``log`` or ``sqrt`` at
+      0, an overflow), all-zero :math:`\bar y` included: that is the
+      ``tf.where`` trap, :math:`0\cdot\infty`.
+
+    Only the first such op on each path is reported, and it is reported even
+    when another path still carries a gradient to the same input (``x +
+    tf.round(x)``). A ``None`` or zero that an op sends to one of its inputs
+    while it sends a healthy gradient to another input on a path to the same
+    :math:`x` is routing, not death, and is not reported (the branch a
+    ``tf.where`` did not take, the forward half of a ``tf.custom_gradient``).
+    Paths through booleans (comparisons) and shapes carry no derivative and
+    are not followed; a path through integers is reported at the op that
+    turned floats into integers (a ``Cast``, an ``ArgMax``), and a path
+    through booleans at the comparison only when nothing else explains a
+    ``None`` gradient (``tf.cast(x > 0, tf.float32)``). Ops named in
+    ``ignore`` (``tf.stop_gradient`` by default) are deliberate stops,
+    reported only when nothing else reaches the input. A zero is a fact, not
+    always a bug: at the minimum of :math:`x^2`, or where ``tf.where`` picks
+    a constant, the true gradient is zero.
+
+    Limits: ops inside ``tf.cond``, ``tf.while_loop`` or a nested
+    ``tf.function`` are reported as the one ``If``/``While``/call op that
+    holds them, and a ``None`` inside them arrives as zeros (as it does for
+    ``tape.gradient`` inside a ``tf.function``; eagerly it stays ``None``);
+    a gradient carried in a TensorList (``tf.map_fn``, ``tf.TensorArray``,
+    Keras RNN layers) cannot be looked into, so a problem inside shows at
+    the op where it leaves the list (``TensorListFromTensor``); variables
+    that ``fn`` reads but that are not among ``inputs`` are not diagnosed
+    (pass them as inputs); ``fn`` must be traceable without autograph
+    (Python ``if`` on a tensor is not: use ``tf.where`` or ``tf.cond``).
+    When ``fn`` cannot be traced because it leaves TensorFlow (NumPy,
+    ``.numpy()``) and its eager gradient is None, the report says so with an
+    ``"untraced"`` finding.
+
+    Args:
+        fn: the function; it returns a scalar or a tensor whose sum is taken.
+        *inputs: the values to differentiate at: float tensors, NumPy arrays,
+            Python floats, or float ``tf.Variable``/Keras variables (then
+            ``fn`` receives the variable, and its reads and assignments are
+            traced).
+        ignore: op types that stop gradients on purpose.
+        lang: the language of the report's table, ``"en"`` or ``"zh"``.
+
+    Returns:
+        A :class:`Diagnosis`: ``.ok``, ``.findings`` (:class:`Finding`:
+        ``input``, ``op_type``, ``op_name``, ``problem``) and ``.inputs``.
+
+    Raises:
+        TypeError: ``fn`` is not callable, an input is not floating, or
+            ``fn`` returns something other than one floating tensor.
+        ValueError: no inputs, an unknown ``lang``, or ``fn`` cannot be
+            traced though its eager gradient exists (the message says why).
+    """
+    callable_arg(fn, "fn")
+    lang = _language(lang)
+    if not inputs:
+        raise ValueError("diagnose(fn, *inputs) needs at least one input: the values to differentiate at, "
+                         "e.g. diagnose(loss, w, x)")
+    if isinstance(ignore, str):
+        raise TypeError(f"`ignore` must be a sequence of op types, e.g. ('StopGradient',); got the string {ignore!r}")
+    ignore = frozenset(ignore)
+    values = [_as_input(v, i) for i, v in enumerate(inputs)]
+    summaries = lambda states: tuple(  # noqa: E731
+        InputGradient(i, v.dtype.name, tuple(v.shape.as_list()), s) for i, (v, s) in enumerate(zip(values, states)))
+    trace = _Trace(fn, values, ignore)
+    traced = tf.function(trace.body, autograph=False)
+    try:
+        concrete = traced.get_concrete_function(*values)
+    except (TypeError, ValueError) as err:
+        if "fn must return" in str(err) or "fn returned" in str(err):
+            raise
+        return _untraced(fn, values, err, summaries, lang)
+    except (AttributeError, NotImplementedError, tf.errors.OperatorNotAllowedInGraphError) as err:
+        return _untraced(fn, values, err, summaries, lang)
+    flags = concrete(*values).numpy()
+    findings = _findings(trace, flags)
+    states = [_state(flags[i]) if i is not None else _NONE for i in trace.total]
+    return Diagnosis(tuple(findings), summaries(states), lang)
+
+
+def _untraced(fn, values, err, summaries, lang) -> Diagnosis:
+    """``fn`` could not be traced: say what its eager gradient is, or why diagnose cannot help."""
+    try:
+        with tf.GradientTape() as tape:
+            for v in values:
+                if not isinstance(v, tf.Variable):
+                    tape.watch(v)
+            output = fn(*values)
+        grads = tape.gradient(output, values)
+    except Exception:  # the eager call fails too: the original error is the one to show
+        raise err
+    lost = [i for i, g in enumerate(grads) if g is None]
+    if not lost:
+        raise ValueError(
+            f"diagnose cannot trace fn into a graph ({type(err).__name__}: {str(err).splitlines()[0]}), although "
+            "its eager gradient exists. diagnose traces without autograph: use tf.where or tf.cond instead of a "
+            "Python `if` on a tensor, and keep the computation in TensorFlow ops") from err
+    findings = tuple(Finding(i, None, None, "none", "untraced") for i in lost)
+    states = [_NONE if g is None else _state(_state_flags(g).numpy()) for g in grads]
+    return Diagnosis(findings, summaries(states), lang)
