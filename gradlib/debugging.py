@@ -451,7 +451,7 @@ def _findings(trace: _Trace, values: np.ndarray) -> list:
                          for depth, name in enumerate(reversed([n for n in ops if n in reach]))
                          if any(o.dtype == tf.bool for o in ops[name].outputs)]
     unique, seen = [], set()
-    for finding, depth in sorted(findings, key=lambda fd: (fd[0].input, PROBLEMS.index(fd[0].problem), fd[1])):
+    for finding, _depth in sorted(findings, key=lambda fd: (fd[0].input, PROBLEMS.index(fd[0].problem), fd[1])):
         key = (finding.input, finding.op_name, finding.problem)
         if key not in seen:
             seen.add(key)
@@ -583,7 +583,7 @@ def _untraced(fn, values, err, summaries, lang) -> Diagnosis:
             output = fn(*values)
         grads = tape.gradient(output, values)
     except Exception:  # the eager call fails too: the original error is the one to show
-        raise err
+        raise err from None
     lost = [i for i, g in enumerate(grads) if g is None]
     if not lost:
         raise ValueError(
