@@ -465,11 +465,23 @@ def _forward_origin(tensor, problem, trace, states):
 
 
 def _inherited(op, problem, trace, states):
-    """If ``op``'s gradient is NaN/inf because a value it reads already is, the op that made that value."""
-    for wanted in ((_NAN,) if problem == _NAN else ()) + (_NAN, _INF):
-        for t in op.inputs:
-            if t.name in trace.forward and states[trace.forward[t.name]] == wanted:
-                return _forward_origin(t, wanted, trace, states), wanted
+    """If ``op``'s gradient is NaN/inf because a value on the way forward already was, the op that made it.
+
+    A NaN read by ``op`` is traced back to where it was made; a NaN that ``op`` itself makes from an inf it
+    reads (a softmax of a row of -inf) is ``op``'s own, so that a deliberate -inf (a mask) does not take the
+    blame; otherwise an inf read by ``op`` is traced back to where it was made.
+    """
+    def bad(tensor, wanted):
+        return tensor.name in trace.forward and states[trace.forward[tensor.name]] == wanted
+
+    for t in op.inputs:
+        if bad(t, _NAN):
+            return _forward_origin(t, _NAN, trace, states), _NAN
+    if any(bad(t, _NAN) for t in op.outputs) and any(bad(t, _INF) for t in op.inputs):
+        return op, _NAN  # op made the NaN from an inf it read (a softmax of a row of -inf, inf - inf)
+    for t in op.inputs:
+        if bad(t, _INF):
+            return _forward_origin(t, _INF, trace, states), _INF
     return None, None
 
 

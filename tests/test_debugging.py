@@ -836,6 +836,8 @@ def test_a_value_made_bad_on_the_way_forward_is_blamed_where_it_was_made():
     values = tf.constant([[1.0], [2.0]])
     attention = lambda s: tf.reduce_sum((tf.nn.softmax(tf.where(mask, s, -np.inf)) @ values) ** 2)  # noqa: E731
     assert findings(diagnose(attention, scores)) == [(0, "Softmax", "nan", "forward")]
+    summed = lambda s: tf.reduce_sum(tf.nn.softmax(tf.where(mask, s, -np.inf)) @ values)  # noqa: E731
+    assert findings(diagnose(summed, scores)) == [(0, "Softmax", "nan", "forward")]  # not the -inf mask
     # exp(100) is inf in float32: the Mul's gradient by z is inf because the value it multiplies is
     assert findings(diagnose_and_compare(lambda z: tf.exp(z) * z, tf.constant([100.0, 1.0]))) == [
         (0, "Exp", "inf", "forward")]
