@@ -36,7 +36,7 @@ def test_catalogue_files_are_plain_flat_json():
         assert all(isinstance(key, str) and isinstance(value, str) for key, value in data.items())
         namespaces = {key.split(".", 1)[0] for key in data}
         assert namespaces <= {"common", "grade", "ch01", "ch02", "ch03-ex1", "ch03-ex2", "ch04", "ch05", "ch06", "ch07",
-                              "ch08"}
+                              "ch08", "ch09"}
 
 
 KEY_LIKE = re.compile(r"(common|grade|ch0\d|ch03-ex\d)\.[a-z0-9_]+")

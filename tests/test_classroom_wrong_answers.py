@@ -78,6 +78,8 @@ SPECIAL = {
                                                           "returns a str", "int32")},
     ("ch08-ex1", "returns None"): "ch08.jvp_none",            # None: the outer tape found no path from u
     ("ch08-ex1", "returns NaN"): "common.shape",              # a[0] is the function f: a scalar NaN
+    ("ch09-ex1", "returns NaN"): "common.shape",              # w * NaN is shaped like w, the loss a scalar
+    ("ch09-ex3", "returns NaN"): "common.shape",              # x * NaN is shaped like x: one norm per row expected
 }
 
 # -- typical mistakes with a message of their own ------------------------------------------------

@@ -51,6 +51,12 @@ constants and reference functions of the chapter's module.  Why each stays code:
 * ch08-ex1: a function of a function, with forward mode and tape.jacobian switched off while it runs.
 * ch08-ex2: value, first and second derivatives (nested tapes) in ulps, and the nesting of custom gradients detected.
 * ch08-ex3: a solver's accuracy and its implicit gradients, with the custom gradient detected and unrolling told apart.
+* ch09-ex1: a training step judged by the caller's Variables after each step, with tape.gradient and Variable
+  creation watched while it runs, eagerly and inside tf.function.
+* ch09-ex2: value and two gradients within ulps of the size of their terms, the wrong formulas told apart by
+  float64 models of them, and a training with the answer as its loss.
+* ch09-ex3: exact zeros at zero rows, row by row, also under XLA, rows whose squares under- or overflow, and a
+  training.
 
 Adding an exercise with an automatic check:
 
