@@ -211,6 +211,21 @@ def raised(err: BaseException, lang: str, where: str = "") -> "Mismatch":
                             detail=describe(err, lang)))
 
 
+def dtype_name(dtype) -> str:
+    """The name of a dtype given as a string, a NumPy or a TensorFlow dtype (``"float32"``)."""
+    return tf.as_dtype(dtype).name
+
+
+def tensor_like(value: Any) -> bool:
+    """``tf.is_tensor(value)``, False for a reader's object that raises when asked."""
+    try:
+        return bool(tf.is_tensor(value))
+    except PROPAGATE:
+        raise
+    except BaseException:  # a reader's object whose attributes raise
+        return False
+
+
 def call(fn: Callable, *args, lang: str, where: str = "") -> Any:
     """Call the reader's function; turn any exception into a Mismatch.
 

@@ -111,25 +111,11 @@ from tensorflow.python.framework import op_callbacks  # every operation TensorFl
 from tensorflow.python.ops import custom_gradient as _custom_gradient_module
 
 from ...logs import captured_tf_warnings
-from ._core import (PROPAGATE, Mismatch, call, describe, exercise, first_mistake, fmt, fragment, join,
-                    matches, message, raised, refuse_library, require_decorated, to_array)
+from ._core import (PROPAGATE, Mismatch, call, describe, dtype_name, exercise, first_mistake, fmt, fragment, join,
+                    matches, message, raised, refuse_library, require_decorated, tensor_like, to_array)
 
 
 # -- shared helpers -----------------------------------------------------------------
-
-def _dtype_name(dtype) -> str:
-    return tf.as_dtype(dtype).name
-
-
-def _tensor_like(value: Any) -> bool:
-    """``tf.is_tensor(value)``, False for a reader's object that raises when asked."""
-    try:
-        return bool(tf.is_tensor(value))
-    except PROPAGATE:
-        raise
-    except BaseException:  # a reader's object whose attributes raise
-        return False
-
 
 def _validated(value: Any, *, lang: str, where: str, what: str, shape: Tuple[int, ...], dtype,
                none: Optional[str] = None, keep_nonfinite: bool = False) -> np.ndarray:
@@ -144,15 +130,15 @@ def _validated(value: Any, *, lang: str, where: str, what: str, shape: Tuple[int
         raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
     if array.dtype.kind != "f":
         raise Mismatch(message("common.dtype", lang, where=where, what=what_text, got=str(array.dtype),
-                               expected=_dtype_name(dtype)))
+                               expected=dtype_name(dtype)))
     if tuple(array.shape) != tuple(shape):
         raise Mismatch(message("common.shape", lang, where=where, what=what_text, got=list(array.shape),
                                expected=list(shape)))
-    if not _tensor_like(value):
+    if not tensor_like(value):
         raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
     if tf.as_dtype(value.dtype) != tf.as_dtype(dtype):
         raise Mismatch(message("ch08.same_dtype", lang, where=where, what=what_text,
-                               got=_dtype_name(value.dtype), expected=_dtype_name(dtype)))
+                               got=dtype_name(value.dtype), expected=dtype_name(dtype)))
     if not keep_nonfinite and not np.all(np.isfinite(array)):
         raise Mismatch(message("common.nan", lang, where=where, what=what_text))
     return array.astype(np.float64)
@@ -414,7 +400,7 @@ def _call_jvp(answer: Callable, case: JvpCase, x: tf.Tensor, v: tf.Tensor, lang:
 
 
 def _check_jvp_case(answer: Callable, case: JvpCase, dtype, lang: str) -> None:
-    where = fragment("ch08.jvp_where", lang, f=case.text, dtype=_dtype_name(dtype))
+    where = fragment("ch08.jvp_where", lang, f=case.text, dtype=dtype_name(dtype))
     x_np, v_np = case.x.astype(dtype), case.v.astype(dtype)
     x64, v64 = x_np.astype(np.float64), v_np.astype(np.float64)
     expected = case.jvp(x64, v64)
@@ -423,13 +409,13 @@ def _check_jvp_case(answer: Callable, case: JvpCase, dtype, lang: str) -> None:
     if result is None:
         raise Mismatch(message("ch08.jvp_unconnected" if case.unconnected else "ch08.jvp_none", lang, where=where))
     array = to_array(result)
-    if array is not None and array.dtype.kind == "f" and _tensor_like(result):
+    if array is not None and array.dtype.kind == "f" and tensor_like(result):
         if tuple(array.shape) == x_np.shape and x_np.shape != shape:
             raise Mismatch(message("ch08.input_shape", lang, where=where, got=list(array.shape),
                                    expected=list(shape)))
         if array.dtype != np.dtype(dtype) and tuple(array.shape) == shape:
             raise Mismatch(message("ch08.jvp_dtype", lang, where=where, got=str(array.dtype),
-                                   expected=_dtype_name(dtype)))
+                                   expected=dtype_name(dtype)))
     got = _validated(result, lang=lang, where=where, what="ch08.jvp_word", shape=shape, dtype=dtype)
     tolerances = JVP_TOLERANCES[dtype]
     if matches(got, expected, **tolerances):
@@ -622,7 +608,7 @@ def _log1pexp_pass(answer: Callable, dtype, upstream: bool, custom: Callable[[],
     w_np = LOG1PEXP_W.astype(dtype) if upstream else np.ones_like(x_np)
     u64, w64 = u_np.astype(np.float64), w_np.astype(np.float64)
     value_ref, first_ref, second_ref = log1pexp_reference(x_np)
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
 
     def at(i):
         return fragment("ch08.at_x", lang, x=fmt(x_np[i]), dtype=name)
@@ -664,7 +650,7 @@ def _log1pexp_pass(answer: Callable, dtype, upstream: bool, custom: Callable[[],
         if upstream and _all_close(firsts, first_ref, dtype):
             raise Mismatch(message("ch08.first_upstream", lang, dy=fmt(u64[i]), expected=fmt(expected[i]), **fields))
         raise Mismatch(message("ch08.first_value", lang, expected=fmt(expected[i]), **fields))
-    if not _tensor_like(g):
+    if not tensor_like(g):
         raise Mismatch(message("ch08.second_none", lang, where=first_where))
     try:
         h = outer.gradient(g, x, output_gradients=tf.constant(w_np))
@@ -700,7 +686,7 @@ def _log1pexp_composed_pass(answer: Callable, lang: str) -> None:
     the passes with a constant upstream gradient, means that the first derivative's gradient with respect
     to its upstream gradient dy is missing or wrong (ch08.dy_gradient)."""
     dtype = np.float64
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     where = fragment("ch08.at_dtype", lang, dtype=name)
     _, first_ref, second_ref, size = composed_reference(COMPOSED_X)
     inner_value = log1pexp_reference(COMPOSED_X)[0]   # the answer's own value, log1pexp(x)
@@ -736,7 +722,7 @@ def _log1pexp_composed_pass(answer: Callable, lang: str) -> None:
     if i is not None:
         raise Mismatch(message("ch08.composed_value", lang, where=at(i), what=fragment("ch08.first_word", lang),
                                got=fmt(firsts[i]), expected=fmt(first_ref[i])))
-    if not _tensor_like(g):
+    if not tensor_like(g):
         raise Mismatch(message("ch08.second_none", lang, where=where))
     try:
         h = outer.gradient(g, x)
@@ -910,7 +896,7 @@ def _kepler_pass(answer: Callable, dtype, custom: Callable[[], Optional[int]], u
     for a wrong gradient); ``unrolled`` gets whether the backward pass went through the iterations
     (:func:`_backward_size`).  A wrong gradient without a custom gradient is the derivative of the last
     iterate, which lags behind it, when the backward pass went through the iterations."""
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     M_np, e_np, w_np = KEPLER_M.astype(dtype), KEPLER_E.astype(dtype), KEPLER_UPSTREAM.astype(dtype)
     M64, e64, w64 = M_np.astype(np.float64), e_np.astype(np.float64), w_np.astype(np.float64)
     E_ref = kepler_reference(M64, e64)

@@ -142,24 +142,11 @@ import numpy as np
 import tensorflow as tf
 
 from ...logs import captured_tf_warnings
-from ._core import PROPAGATE, Mismatch, call, describe, exercise, fmt, fragment, message, require_decorated, to_array
+from ._core import (PROPAGATE, Mismatch, call, describe, dtype_name, exercise, fmt, fragment, message,
+                    require_decorated, tensor_like, to_array)
 
 
 # -- shared helpers -----------------------------------------------------------------
-
-def _dtype_name(dtype) -> str:
-    return tf.as_dtype(dtype).name
-
-
-def _tensor_like(value: Any) -> bool:
-    """``tf.is_tensor(value)``, False for a reader's object that raises when asked."""
-    try:
-        return bool(tf.is_tensor(value))
-    except PROPAGATE:
-        raise
-    except BaseException:  # a reader's object whose attributes raise
-        return False
-
 
 _FUNCTION_NODE = re.compile(r"^\{\{function_node [^}]*\}\}\s*")
 
@@ -205,15 +192,15 @@ def _validated(value: Any, *, lang: str, where: str, what: str, shape: Tuple[int
         raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
     if array.dtype.kind != "f":
         raise Mismatch(message("common.dtype", lang, where=where, what=what_text, got=str(array.dtype),
-                               expected=_dtype_name(dtype)))
+                               expected=dtype_name(dtype)))
     if tuple(array.shape) != tuple(shape):
         key = (shape_key(tuple(array.shape)) if shape_key else None) or "common.shape"
         raise Mismatch(message(key, lang, where=where, what=what_text, got=list(array.shape), expected=list(shape)))
-    if not _tensor_like(value):
+    if not tensor_like(value):
         raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
     if tf.as_dtype(value.dtype) != tf.as_dtype(dtype):
         raise Mismatch(message("ch09.same_dtype", lang, where=where, what=what_text,
-                               got=_dtype_name(value.dtype), expected=_dtype_name(dtype)))
+                               got=dtype_name(value.dtype), expected=dtype_name(dtype)))
     if not keep_nonfinite and not np.all(np.isfinite(array)):
         raise Mismatch(message("common.nan", lang, where=where, what=what_text))
     return array.astype(np.float64)
@@ -475,7 +462,7 @@ def _check_step(case: RegressionCase, state: Tuple[np.ndarray, np.ndarray], ref:
 def _train_pass(answer: Callable, case: RegressionCase, dtype, lang: str, *, traced: bool) -> None:
     """TRAIN_STEPS steps of ``answer`` (wrapped in a tf.function when ``traced``) on fresh variables, each
     compared with the reference (:func:`_check_step`)."""
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     d, n = case.x.shape[1], case.x.shape[0]
     where_key = "ch09.function_step_where" if traced else "ch09.step_where"
     x, y = tf.constant(case.x.astype(dtype)), tf.constant(case.y.astype(dtype))
@@ -679,7 +666,7 @@ def _bce_reduced(shape: Tuple[int, ...]) -> Optional[str]:
 
 def _bce_pass(answer: Callable, dtype, lang: str) -> None:
     """Value, ∂L/∂z and ∂L/∂y on the grid in ``dtype``; raises Mismatch on the first problem."""
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     y_np, z_np = BCE_Y_GRID.astype(dtype), BCE_Z_GRID.astype(dtype)
     y64, z64 = y_np.astype(np.float64), z_np.astype(np.float64)
     value, dz, dy = bce_reference(y64, z64)
@@ -780,7 +767,7 @@ def logistic_reference(dtype) -> List[Tuple[np.ndarray, np.ndarray]]:
 
 
 def _bce_training(answer: Callable, dtype, lang: str) -> None:
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     X, y = tf.constant(LOGISTIC_X.astype(dtype)), tf.constant(LOGISTIC_Y.astype(dtype))
     w, b = tf.Variable(LOGISTIC_W0.astype(dtype)), tf.Variable(LOGISTIC_B0.astype(dtype))
     lr = tf.constant(LOGISTIC_LR, dtype)
@@ -981,7 +968,7 @@ def _norm_xla(answer: Callable, x_np: np.ndarray, dtype, lang: str,
             out = answer(x)
         if out is None:
             problems.append(Mismatch(message("common.none", lang, where=where)))
-        elif not _tensor_like(out) or not out.dtype.is_floating:
+        elif not tensor_like(out) or not out.dtype.is_floating:
             problems.append(Mismatch(message("common.not_numeric", lang, where=where, kind=type(out).__name__)))
         elif out.shape.as_list() != list(shape) or tf.as_dtype(out.dtype) != tf.as_dtype(dtype):
             problems.append(Mismatch(message("common.shape", lang, where=where, what=fragment("common.forward", lang),
@@ -1016,7 +1003,7 @@ def _norm_compare(answer: Callable, x_np: np.ndarray, values: np.ndarray, gradie
                   where: str, *, xla: bool) -> None:
     """Value and gradient against :func:`norm_reference`, row by row (each row: a finite value, a finite
     gradient, the value, the gradient); raises Mismatch on the first problem."""
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     exact, exact_grad = norm_reference(x_np.astype(np.float64))
     k = x_np.shape[-1]
     rows = x_np.reshape(-1, k)
@@ -1099,7 +1086,7 @@ def centre_reference(dtype) -> List[np.ndarray]:
 
 
 def _norm_training(answer: Callable, dtype, lang: str) -> None:
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     X, C = tf.constant(CENTRE_X.astype(dtype)), tf.constant(CENTRE_C.astype(dtype))
     W = tf.Variable(CENTRE_W0.astype(dtype))
     lr = tf.constant(CENTRE_LR, dtype)
@@ -1135,20 +1122,20 @@ def _check_norm(answer: Callable, lang: str) -> str:
         for x_np in NORM_CASES:
             x_np = x_np.astype(dtype)
             values, gradient = _norm_eager(answer, x_np, dtype, passed_ranks, lang,
-                                           fragment("ch09.at_dtype", lang, dtype=_dtype_name(dtype)))
+                                           fragment("ch09.at_dtype", lang, dtype=dtype_name(dtype)))
             _norm_compare(answer, x_np, values, gradient, dtype, lang, "", xla=False)
             passed_ranks.append(x_np.ndim)
     for dtype in NORM_DTYPES:
         x_np = NORM_MATRIX.astype(dtype)
         where = fragment("ch09.xla_where", lang)
         computed = _norm_xla(answer, x_np, dtype, lang, where + fragment("ch09.at_dtype", lang,
-                                                                         dtype=_dtype_name(dtype)))
+                                                                         dtype=dtype_name(dtype)))
         if computed is not None:
             _norm_compare(answer, x_np, *computed, dtype, lang, where, xla=True)
     for dtype in NORM_DTYPES:
         x_np = NORM_EXTREME.astype(dtype)
         values, gradient = _norm_eager(answer, x_np, dtype, [], lang,
-                                       fragment("ch09.at_dtype", lang, dtype=_dtype_name(dtype)))
+                                       fragment("ch09.at_dtype", lang, dtype=dtype_name(dtype)))
         _norm_compare(answer, x_np, values, gradient, dtype, lang, "", xla=False)
     for dtype in NORM_DTYPES:
         _norm_training(answer, dtype, lang)
