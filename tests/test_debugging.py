@@ -678,7 +678,7 @@ def test_inputs_of_every_kind_are_summarised():
 # -- the report ---------------------------------------------------------------------------------
 
 HEADERS = {"en": "| input | op | op name | problem | what happened |",
-           "zh": "| 输入 | 运算 | 运算名 | 问题 | 发生了什么 |"}
+           "zh": "| 输入 | 算子 | 算子名 | 问题 | 发生了什么 |"}
 INPUT_HEADERS = {"en": "| input | dtype | shape | gradient |", "zh": "| 输入 | 数据类型 | 形状 | 梯度 |"}
 
 
