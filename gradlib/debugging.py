@@ -34,6 +34,15 @@ _OK, _NONE, _ZERO, _NAN, _INF = "ok", "none", "zero", "nan", "inf"
 # values: a path through them carries no derivative to lose.
 _STRUCTURAL = frozenset({"Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "BroadcastGradientArgs",
                          "TensorListLength", "VariableShape"})
+# Ops whose derivative is zero over whole regions of their input (kinks, clips, saturation, selection): a
+# zero there is reported even when another path still carries a gradient to the same input. A zero from
+# any other op (a product with a constant that happens to be 0, labels y = 0 in y * z) is reported only
+# when the input's whole gradient is zero.
+_FLAT_SOMEWHERE = frozenset({"Relu", "Relu6", "Elu", "Selu", "LeakyRelu", "Minimum", "Maximum", "ClipByValue",
+                             "Select", "SelectV2", "Sigmoid", "Tanh", "Softplus", "Softsign", "Sign", "Abs",
+                             "Erf", "Erfc", "Floor", "Ceil", "Rint", "Round", "FakeQuantWithMinMaxArgs",
+                             "FakeQuantWithMinMaxVars", "MaxPool", "MaxPoolV2", "MaxPool3D", "Max", "Min",
+                             "EagerPyFunc", "StatelessIf", "If", "StatelessWhile", "While", "IdentityN"})
 _DIFFERENTIABLE = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
                    tf.resource, tf.variant)
 _NO_GRADIENT = re.compile(r"No gradient defined for operation\s*'([^']+)'")
@@ -45,6 +54,7 @@ _TEXT = {
               "finite gradient that is not all zeros.",
         "found": "{count} place(s) where a gradient dies:",
         "inputs_headers": ["input", "dtype", "shape", "gradient"],
+        "output": "The output's value itself {state}.",
         "state": {_OK: "finite, not all zero", _NONE: "None", _ZERO: "all zeros", _NAN: "contains NaN",
                   _INF: "contains inf"},
         "problem": {"none": "None", "zero": "zero", "nan": "NaN", "inf": "inf"},
@@ -79,9 +89,10 @@ _TEXT = {
     },
     "zh": {
         "headers": ["输入", "算子", "算子名", "问题", "发生了什么"],
-        "ok": "反向传播途中没有梯度消失：从输出到每个输入的每条路径都带着有限且不全为零的梯度。",
+        "ok": "反向传播途中没有梯度失效：从输出到每个输入的每条路径都带着有限且不全为零的梯度。",
         "found": "梯度在 {count} 处失效：",
         "inputs_headers": ["输入", "数据类型", "形状", "梯度"],
+        "output": "输出的值本身{state}。",
         "state": {_OK: "有限，且不全为零", _NONE: "None", _ZERO: "全为零", _NAN: "含 NaN", _INF: "含 inf"},
         "problem": {"none": "None", "zero": "零", "nan": "NaN", "inf": "inf"},
         "reason": {
@@ -176,7 +187,9 @@ class Diagnosis:
 
     ``findings`` lists, for each input, the ops where its gradient dies, the
     worst problems first (NaN, inf, None, zero), then from the output back.
-    ``inputs`` says what the whole backward pass delivers to each input.
+    ``inputs`` says what the whole backward pass delivers to each input, and
+    ``output`` whether fn's value itself holds NaN or inf (``"ok"``
+    otherwise): a NaN loss can have healthy gradients.
     ``ok`` is True when ``findings`` is empty.  In a notebook the report shows
     as a table in ``lang``; :meth:`table` gives it in the other language.
     """
@@ -184,6 +197,7 @@ class Diagnosis:
     findings: tuple
     inputs: tuple
     lang: str = "en"
+    output: str = "ok"  # the state of fn's (summed) output value: "ok", "nan" or "inf" (a NaN loss shows here)
 
     @property
     def ok(self) -> bool:
@@ -218,6 +232,8 @@ class Diagnosis:
             lines += _markdown_lines(text["headers"], self._rows(lang))
         lines.append("")
         lines += _markdown_lines(text["inputs_headers"], self._input_rows(lang))
+        if self.output in (_NAN, _INF):
+            lines += ["", text["output"].format(state=text["state"][self.output])]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
@@ -225,13 +241,14 @@ class Diagnosis:
 
     def __repr__(self) -> str:
         text = _TEXT[self.lang]
+        note = (" " + text["output"].format(state=text["state"][self.output])) if self.output != _OK else ""
         if self.ok:
-            return f"<Diagnosis: {text['ok']}>"
+            return f"<Diagnosis: {text['ok']}{note}>"
         word, problem = text["headers"][0], text["problem"]  # in the report's language, like the table
         lines = [f"<Diagnosis: {text['found'].format(count=len(self.findings))}"]
         lines += [f"  {word} {f.input}: {f.op_type or '—'} ({f.op_name or '—'}) -> {problem[f.problem]}: "
                   f"{f.explain(self.lang)}" for f in self.findings]
-        return "\n".join(lines) + ">"
+        return "\n".join(lines) + (f"\n  {note.strip()}" if note else "") + ">"
 
 
 def _markdown_lines(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list:
@@ -269,8 +286,8 @@ def _as_input(value: Any, index: int):
         dtype = value.dtype
     if not dtype.is_floating:
         raise TypeError(
-            f"input {index} has dtype {dtype.name}: a gradient exists only for floating inputs "
-            f"(float16, bfloat16, float32, float64), and TensorFlow sends none to integer or boolean tensors. "
+            f"input {index} has dtype {dtype.name}: diagnose takes real floating inputs only "
+            f"(float16, bfloat16, float32, float64), and TensorFlow sends no gradient to integer or boolean tensors. "
             f"Pass a float, e.g. tf.cast(x, tf.float32) or 3.0 instead of 3.")
     return value
 
@@ -281,8 +298,8 @@ def _state_flags(grad) -> tf.Tensor:
     A gradient that is not a number (the variant of a TensorList, inside tf.map_fn or a Keras RNN) cannot be
     looked into: it counts as healthy, and a problem it carries shows where numbers come out of it.
     """
-    if isinstance(grad, tf.IndexedSlices):
-        grad = grad.values
+    if isinstance(grad, tf.IndexedSlices):  # dense: repeated indices add up, and can overflow or cancel
+        grad = tf.convert_to_tensor(grad)
     if not (grad.dtype.is_floating or grad.dtype.is_complex):
         return tf.zeros([3], tf.bool)
     if grad.dtype.is_complex:
@@ -301,6 +318,10 @@ def _state(flags) -> str:
 def _add(grads: list):
     grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
     return grads[0] if len(grads) == 1 else tf.add_n(grads)
+
+
+class _BackwardError(Exception):
+    """A gradient function failed while diagnose built the backward pass (not a tracing problem of fn)."""
 
 
 class _Trace:
@@ -322,6 +343,7 @@ class _Trace:
         self.forward: dict = {}  # tensor name -> index into flags of its forward value
         self.sums: dict = {}  # tensor name -> (index of the summed gradient, indices of its terms)
         self.out_slots: dict = {}  # op name -> indices of its outputs that a gradient reaches
+        self.output_flag = None  # index into flags of fn's output value
 
     def _flag(self, grad) -> int:
         self.flags.append(_state_flags(grad))
@@ -349,6 +371,8 @@ class _Trace:
         self.ops = forward
         needed = self._backward_reach(loss, forward)
         self.reach = [set() if s is None else self._forward_reach(s, forward) & needed for s in self.sources]
+        self.live = [set() if s is None else self._forward_reach(s, forward, skip=self.ignore) & needed
+                     for s in self.sources]  # the same, not through a deliberate stop
         self.sinks = [[] if s is None else self._dead_ends(s, forward, needed) for s in self.sources]
         for name in needed:  # forward values, to tell a NaN made on the way forward from one made on the way back
             for t in forward[name].outputs:
@@ -357,7 +381,11 @@ class _Trace:
         for source in self.sources:
             if source is not None and (source.dtype.is_floating or source.dtype.is_complex):
                 self.forward[source.name] = self._flag(source)
-        self._backward(loss, needed, forward)
+        self.output_flag = self._flag(output)
+        try:
+            self._backward(loss, needed, forward)
+        except (TypeError, ValueError) as err:  # fn traced fine; TensorFlow's own gradient code refused
+            raise _BackwardError(err) from err
         return tf.stack(self.flags) if self.flags else tf.zeros([0, 3], tf.bool)
 
     @staticmethod
@@ -376,12 +404,12 @@ class _Trace:
         """Whether a path through ``tensor`` can carry a derivative (booleans and shape-only results cannot)."""
         return tensor.dtype != tf.bool and tensor.op.type not in _STRUCTURAL
 
-    def _forward_reach(self, source, forward) -> set:
+    def _forward_reach(self, source, forward, skip=frozenset()) -> set:
         seen, stack = set(), [source]
         while stack:
             tensor = stack.pop()
             for consumer in tensor.consumers():
-                if consumer.name not in forward or consumer.name in seen:
+                if consumer.name not in forward or consumer.name in seen or consumer.type in skip:
                     continue
                 seen.add(consumer.name)
                 stack.extend(t for t in consumer.outputs if self._carries(t))
@@ -481,7 +509,10 @@ def _inherited(op, problem, trace, states):
         return op, _NAN  # op made the NaN from an inf it read (a softmax of a row of -inf, inf - inf)
     for t in op.inputs:
         if bad(t, _INF):
-            return _forward_origin(t, _INF, trace, states), _INF
+            origin = _forward_origin(t, _INF, trace, states)
+            if origin.type == "Const":  # a deliberate inf written in fn (a -inf mask): op is to blame
+                return None, None
+            return origin, _INF
     return None, None
 
 
@@ -525,9 +556,12 @@ def _findings(trace: _Trace, values: np.ndarray) -> list:
                 findings.append((Finding(index, op.type, name, "none", "no_gradient"), depth))
                 continue
             custom = _is_custom(op)
-            if custom:  # the forward half of a tf.custom_gradient gets None by design; its arguments must not
+            if custom:  # the forward half of a tf.custom_gradient gets None by design; its arguments must not,
+                # unless the argument reaches this input only through a deliberate stop (a fake-quant scale)
                 results = {op.inputs[i].ref() for i in trace.out_slots.get(name, [])}
-                on_path = [t for t in on_path if t.ref() not in results]
+                live = trace.live[index]
+                on_path = [t for t in on_path if t.ref() not in results
+                           and (t.op.name in live or t.ref() == source.ref())]
             local = {}
             for t in on_path:
                 if t.dtype in _DIFFERENTIABLE:
@@ -551,6 +585,8 @@ def _findings(trace: _Trace, values: np.ndarray) -> list:
                         if total == _NONE:
                             candidates.append(Finding(index, op.type, name, "none", "stop"))
                         continue
+                    if got == _ZERO and op.type not in _FLAT_SOMEWHERE and total != _ZERO:
+                        continue  # e.g. y * z with labels y = 0: a constant factor, not a death
                     candidates.append(Finding(index, op.type, name, got, "custom" if custom else got))
                 elif arriving == _ZERO and got in (_NAN, _INF):
                     candidates.append(Finding(index, op.type, name, got, "zero_" + got))
@@ -726,6 +762,10 @@ def diagnose(fn: Callable, *inputs, ignore: Sequence[str] = ("StopGradient",), l
     traced = tf.function(trace.body, autograph=False)
     try:
         concrete = traced.get_concrete_function(*values)
+    except _BackwardError as err:
+        cause = err.__cause__
+        raise ValueError(f"TensorFlow could not build the gradient of fn ({type(cause).__name__}: {cause}); "
+                         "tape.gradient inside tf.function fails the same way") from cause
     except (TypeError, ValueError) as err:
         if "fn must return" in str(err) or "fn returned" in str(err):
             raise
@@ -735,7 +775,8 @@ def diagnose(fn: Callable, *inputs, ignore: Sequence[str] = ("StopGradient",), l
     flags = concrete(*values).numpy()
     findings = _findings(trace, flags)
     states = [_state(flags[i]) if i is not None else _NONE for i in trace.total]
-    return Diagnosis(tuple(findings), summaries(states), lang)
+    output = _state(flags[trace.output_flag])
+    return Diagnosis(tuple(findings), summaries(states), lang, output if output in (_NAN, _INF) else _OK)
 
 
 def _untraced(fn, values, err, summaries, lang) -> Diagnosis:

@@ -728,7 +728,7 @@ def test_an_ok_report_says_so_and_still_lists_the_inputs():
     text = report.table("en").data
     assert text.startswith("No gradient dies on the way back") and HEADERS["en"] not in text
     assert INPUT_HEADERS["en"] in text and "| 0 | float32 | [2] | finite, not all zero |" in text
-    assert "反向传播途中没有梯度消失" in report.table("zh").data
+    assert "反向传播途中没有梯度失效" in report.table("zh").data
     assert repr(report).startswith("<Diagnosis: No gradient dies") and repr(report).endswith(">")
 
 
@@ -876,3 +876,69 @@ def test_a_keras_layer_built_inside_diagnose_is_traced_once_cleanly():
     layer = keras.layers.Dense(2)  # built on its first call, inside the trace: tf.function traces twice
     report = diagnose(lambda x: tf.reduce_sum(layer(x) ** 2), tf.constant([[1.0, 2.0]]))
     assert report.ok and len(layer.weights) == 2
+
+
+# -- from the verification review
+
+
+def test_a_zero_from_a_constant_factor_is_not_a_death():
+    z = tf.constant([-2.0, 0.5, 3.0])
+    zeros = tf.zeros(3)
+    for loss in (lambda z: tf.nn.sigmoid_cross_entropy_with_logits(labels=zeros, logits=z),
+                 lambda z: tf.nn.softplus(z) - zeros * z,  # exercise 2's answer on a batch without a positive
+                 lambda z: keras.losses.BinaryCrossentropy(from_logits=True)(zeros, z)):
+        assert diagnose_and_compare(loss, z).ok
+    # a kink still counts on one path of two, and a product counts when it zeroes the whole gradient
+    assert findings(diagnose_and_compare(lambda x: x + tf.nn.relu(x), tf.constant([-1.0, -2.0]))) == [
+        (0, "Relu", "zero", "zero")]
+    assert findings(diagnose_and_compare(lambda x: x * 0.0, tf.constant([1.0, 2.0]))) == [(0, "Mul", "zero", "zero")]
+
+
+def test_slices_of_a_gather_that_add_up_are_checked_dense():
+    x = tf.constant([1.0, 2.0])
+    report = diagnose_and_compare(lambda x: tf.gather(x, [1, 1]) * 3e38, x)
+    assert not report.ok and report.inputs[0].state == "inf"
+    assert diagnose_and_compare(lambda x: tf.gather(x, [0, 1]) * 3e38, x).ok
+
+
+@tf.custom_gradient
+def _fake_quant(v, scale):
+    return tf.round(v / scale) * scale, lambda dy: (dy, None)
+
+
+def test_a_custom_gradient_may_drop_an_argument_that_is_stopped_anyway():
+    x = tf.constant([0.3, -1.2, 2.0])
+    assert diagnose(lambda v: _fake_quant(v, tf.stop_gradient(tf.reduce_max(tf.abs(v)))), x).ok
+    assert findings(diagnose(lambda v: _fake_quant(v, tf.reduce_max(tf.abs(v))), x)) == [
+        (0, "IdentityN", "none", "custom")]
+
+
+def test_a_deliberate_minus_inf_is_not_blamed_for_an_op_that_multiplies_by_it():
+    scores = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    mask = tf.constant([[True, False], [True, True]])  # no row fully masked
+    values = tf.constant([[1.0], [2.0]])
+    tempered = lambda tau: tf.reduce_sum((tf.nn.softmax(tf.where(mask, scores, -np.inf) / tau) @ values) ** 2)  # noqa: E731
+    report = diagnose_and_compare(tempered, tf.constant(2.0))
+    assert [(f.op_type, f.problem) for f in report.findings] == [("RealDiv", "nan")]
+
+
+def test_a_nan_output_with_healthy_gradients_is_said():
+    z = tf.constant([[1.0, 2.0, 3.0]])
+    mask = tf.constant([[True, True, False]])
+    labels = tf.constant([[1.0, 0.0, 0.0]])
+    loss = lambda z: -tf.reduce_sum(labels * tf.nn.log_softmax(tf.where(mask, z, -np.inf)))  # noqa: E731
+    report = diagnose(loss, z)
+    assert report.output == "nan" and "The output's value itself contains NaN." in report.table("en").data
+    assert "输出的值本身含 NaN。" in report.table("zh").data and "contains NaN" in repr(report)
+    assert diagnose(tf.sin, z).output == "ok"
+
+
+@tf.custom_gradient
+def _wrong_shape(x):
+    return tf.reduce_sum(x), lambda dy: dy * tf.ones([5])  # x has 3 entries
+
+
+def test_a_gradient_function_that_fails_is_not_blamed_on_tracing():
+    with pytest.raises(ValueError, match=r"TensorFlow could not build the gradient of fn") as raised:
+        diagnose(_wrong_shape, tf.constant([1.0, 2.0, 3.0]))
+    assert "tf.where" not in str(raised.value)
