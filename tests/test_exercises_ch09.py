@@ -291,6 +291,7 @@ MISTAKES = {
         "tf.maximum(z, 0) - y z + log1p(exp(-|z|))": "ch09.kink_zero",
         "tf.nn.relu(z) - y z + log1p(exp(-|z|))": "ch09.kink_zero",
         "log(1 + exp(-|z|)) without log1p": "ch09.value_tiny",
+        "log1p(exp(z)) - y z: exp overflows": "ch09.exp_overflow",
     },
     "ch09-ex3": {
         "tf.norm": "ch09.sqrt_nan",

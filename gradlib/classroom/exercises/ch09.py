@@ -106,7 +106,8 @@ n the batch size: ``sum``); the loss after the update (``loss_after``); an
 answer that fails only inside ``tf.function`` (``.numpy()``, or an optimizer
 made inside the step, whose variables a ``tf.function`` allows only when first
 traced: ``tf_function``).  ex2: the naive formula (inf or NaN at |z| ≥ 15,
-the point named: ``naive``); σ clipped into [eps, 1 − eps] (the loss capped at
+the point named: ``naive``); log(1 + e^z) − yz written out (inf only where e^z
+overflows, z > 88.7 in float32: ``exp_overflow``); σ clipped into [eps, 1 − eps] (the loss capped at
 −log eps, the gradient 0 beyond the clip: ``clipped``); ``tf.where`` around
 the log (finite value, NaN gradient: ``where_nan``); log(σ(z) + eps) (the eps
 named: ``log_eps``); the mean instead of the elementwise loss
@@ -692,6 +693,11 @@ def _bce_pass(answer: Callable, dtype, lang: str) -> None:
     flat = got.ravel()
     infinite = ~np.isfinite(got)
     if infinite.any():
+        limit = float(np.log(np.finfo(dtype).max))
+        if np.all(z64[infinite] > limit):  # log(1 + exp(z)) written out: exp overflows, not σ rounding
+            i = first(infinite, prefer=np.isinf(got))
+            raise Mismatch(message("ch09.exp_overflow", lang, where=at(i), got=fmt(flat[i]), dtype=name,
+                                   limit=f"{limit:.1f}"))
         if np.all(np.abs(z64[infinite]) >= NAIVE_Z):
             i = first(infinite, prefer=np.isinf(got))
             p = np.asarray(_sigmoid(flat_z[i])).astype(dtype)
@@ -850,6 +856,10 @@ def _bce_relu(y, z):
     return tf.nn.relu(z) - y * z + tf.math.log1p(tf.exp(-tf.abs(z)))
 
 
+def _bce_exp_written_out(y, z):  # the solution's formula, without softplus: exp(z) overflows past 88.7
+    return tf.math.log1p(tf.exp(z)) - y * z
+
+
 def _bce_log_without_log1p(y, z):
     return tf.maximum(z, 0.0) - y * z + tf.math.log(1 + tf.exp(-tf.abs(z)))
 
@@ -864,6 +874,7 @@ def _bce_log_without_log1p(y, z):
     ("tf.maximum(z, 0) - y z + log1p(exp(-|z|))", _bce_max, "ch09.kink_zero"),
     ("tf.nn.relu(z) - y z + log1p(exp(-|z|))", _bce_relu, "ch09.kink_zero"),
     ("log(1 + exp(-|z|)) without log1p", _bce_log_without_log1p, "ch09.value_tiny"),
+    ("log1p(exp(z)) - y z: exp overflows", _bce_exp_written_out, "ch09.exp_overflow"),
 ])
 def check_bce_with_logits(answer, lang):
     return _check_bce(answer, lang)
