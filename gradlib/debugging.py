@@ -718,9 +718,10 @@ def diagnose(fn: Callable, *inputs, ignore: Sequence[str] = ("StopGradient",), l
     When ``fn`` cannot be traced because it leaves TensorFlow (NumPy,
     ``.numpy()``) and its eager gradient is None, the report says so with an
     ``"untraced"`` finding. ``fn`` is called once, so a layer that updates
-    state when called (batch normalisation in training) does so. The cost is
-    one small gradient computation per op of the graph: a fraction of a
-    second for a small model, minutes for a ResNet-50. For a vector output
+    state when called (batch normalisation in training) does so. It builds
+    one small gradient computation per op, each slower as the graph grows,
+    so the time grows about with the square of the number of ops: a fraction
+    of a second for a small model, minutes for a ResNet-50. For a vector output
     the function diagnosed is its sum, as for ``tape.gradient``:
     ``sum(softmax(z))`` is constant, and its zero gradient is reported.
 
