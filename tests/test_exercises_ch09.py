@@ -540,7 +540,7 @@ def test_ex2_other_mistakes_get_their_message():
     def labels_stopped(y, z):
         return bce_from_log_sigmoid(tf.stop_gradient(y), z)
 
-    assert feedback("ch09-ex2", float64_result).key == "ch09.same_dtype"
+    assert feedback("ch09-ex2", float64_result).key == "common.same_dtype"
     result = feedback("ch09-ex2", labels_stopped)
     assert result.key == "ch09.bce_grad_none" and "respect to y" in result.message
 

@@ -226,6 +226,37 @@ def tensor_like(value: Any) -> bool:
         return False
 
 
+def returned_tensor(value: Any, *, lang: str, where: str, what: str, shape: Tuple[int, ...], dtype,
+                    none: Optional[str] = None,
+                    shape_key: Optional[Callable[[Tuple[int, ...]], Optional[str]]] = None,
+                    keep_nonfinite: bool = False) -> np.ndarray:
+    """A tensor an answer returned, checked in order: not None (``none`` is the message then, if given), not a
+    (value, grad_fn) pair, numeric, floating, ``shape`` (a wrong one gets the key ``shape_key(shape)`` when
+    that names one, else ``common.shape``), a TensorFlow tensor, ``dtype`` (the input's); then finite unless
+    ``keep_nonfinite``.  Returned as float64.  ``what`` is the fragment key naming the value."""
+    what_text = fragment(what, lang)
+    if value is None:
+        raise Mismatch(none if none is not None else message("common.none", lang, where=where))
+    require_decorated(value, lang, where)
+    array = to_array(value)
+    if array is None or array.dtype.kind not in "biufc":
+        raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
+    if array.dtype.kind != "f":
+        raise Mismatch(message("common.dtype", lang, where=where, what=what_text, got=str(array.dtype),
+                               expected=dtype_name(dtype)))
+    if tuple(array.shape) != tuple(shape):
+        key = (shape_key(tuple(array.shape)) if shape_key else None) or "common.shape"
+        raise Mismatch(message(key, lang, where=where, what=what_text, got=list(array.shape), expected=list(shape)))
+    if not tensor_like(value):
+        raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
+    if tf.as_dtype(value.dtype) != tf.as_dtype(dtype):
+        raise Mismatch(message("common.same_dtype", lang, where=where, what=what_text,
+                               got=dtype_name(value.dtype), expected=dtype_name(dtype)))
+    if not keep_nonfinite and not np.all(np.isfinite(array)):
+        raise Mismatch(message("common.nan", lang, where=where, what=what_text))
+    return array.astype(np.float64)
+
+
 def call(fn: Callable, *args, lang: str, where: str = "") -> Any:
     """Call the reader's function; turn any exception into a Mismatch.
 

@@ -112,37 +112,10 @@ from tensorflow.python.ops import custom_gradient as _custom_gradient_module
 
 from ...logs import captured_tf_warnings
 from ._core import (PROPAGATE, Mismatch, call, describe, dtype_name, exercise, first_mistake, fmt, fragment, join,
-                    matches, message, raised, refuse_library, require_decorated, tensor_like, to_array)
+                    matches, message, raised, refuse_library, returned_tensor, tensor_like, to_array)
 
 
 # -- shared helpers -----------------------------------------------------------------
-
-def _validated(value: Any, *, lang: str, where: str, what: str, shape: Tuple[int, ...], dtype,
-               none: Optional[str] = None, keep_nonfinite: bool = False) -> np.ndarray:
-    """A returned tensor checked in order: not None, not a (value, grad_fn) pair, numeric, floating,
-    ``shape``, a TensorFlow tensor, ``dtype``; then finite unless ``keep_nonfinite``.  Returned as float64."""
-    what_text = fragment(what, lang)
-    if value is None:
-        raise Mismatch(none if none is not None else message("common.none", lang, where=where))
-    require_decorated(value, lang, where)
-    array = to_array(value)
-    if array is None or array.dtype.kind not in "biufc":
-        raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
-    if array.dtype.kind != "f":
-        raise Mismatch(message("common.dtype", lang, where=where, what=what_text, got=str(array.dtype),
-                               expected=dtype_name(dtype)))
-    if tuple(array.shape) != tuple(shape):
-        raise Mismatch(message("common.shape", lang, where=where, what=what_text, got=list(array.shape),
-                               expected=list(shape)))
-    if not tensor_like(value):
-        raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
-    if tf.as_dtype(value.dtype) != tf.as_dtype(dtype):
-        raise Mismatch(message("ch08.same_dtype", lang, where=where, what=what_text,
-                               got=dtype_name(value.dtype), expected=dtype_name(dtype)))
-    if not keep_nonfinite and not np.all(np.isfinite(array)):
-        raise Mismatch(message("common.nan", lang, where=where, what=what_text))
-    return array.astype(np.float64)
-
 
 @contextlib.contextmanager
 def _switched_off(targets: Sequence[Tuple[Any, str, str]]) -> Iterator[List[str]]:
@@ -416,7 +389,7 @@ def _check_jvp_case(answer: Callable, case: JvpCase, dtype, lang: str) -> None:
         if array.dtype != np.dtype(dtype) and tuple(array.shape) == shape:
             raise Mismatch(message("ch08.jvp_dtype", lang, where=where, got=str(array.dtype),
                                    expected=dtype_name(dtype)))
-    got = _validated(result, lang=lang, where=where, what="ch08.jvp_word", shape=shape, dtype=dtype)
+    got = returned_tensor(result, lang=lang, where=where, what="ch08.jvp_word", shape=shape, dtype=dtype)
     tolerances = JVP_TOLERANCES[dtype]
     if matches(got, expected, **tolerances):
         return
@@ -619,7 +592,7 @@ def _log1pexp_pass(answer: Callable, dtype, upstream: bool, custom: Callable[[],
         with tf.GradientTape() as inner:
             inner.watch(x)
             y = call(answer, x, lang=lang, where=fragment("ch08.at_dtype", lang, dtype=name))
-        values = _validated(y, lang=lang, where=fragment("ch08.at_dtype", lang, dtype=name), what="common.forward",
+        values = returned_tensor(y, lang=lang, where=fragment("ch08.at_dtype", lang, dtype=name), what="common.forward",
                             shape=x_np.shape, dtype=dtype, keep_nonfinite=True)
         bad = np.flatnonzero(~_close(values, value_ref, dtype))
         if bad.size:
@@ -638,7 +611,7 @@ def _log1pexp_pass(answer: Callable, dtype, upstream: bool, custom: Callable[[],
         except Exception as err:  # the reader's grad_fn runs here
             raise raised(err, lang, fragment("ch08.at_dtype", lang, dtype=name)) from None
     first_where = fragment("ch08.at_dtype", lang, dtype=name)
-    firsts = _validated(g, lang=lang, where=first_where, what="ch08.first_word", shape=x_np.shape, dtype=dtype,
+    firsts = returned_tensor(g, lang=lang, where=first_where, what="ch08.first_word", shape=x_np.shape, dtype=dtype,
                         none=message("ch08.first_none", lang, where=first_where), keep_nonfinite=True)
     expected = u64 * first_ref
     bad = np.flatnonzero(~_close(firsts, expected, dtype))
@@ -656,7 +629,7 @@ def _log1pexp_pass(answer: Callable, dtype, upstream: bool, custom: Callable[[],
         h = outer.gradient(g, x, output_gradients=tf.constant(w_np))
     except Exception as err:  # the grad_fn of the reader's first derivative runs here
         raise raised(err, lang, first_where) from None
-    seconds = _validated(h, lang=lang, where=first_where, what="ch08.second_word", shape=x_np.shape, dtype=dtype,
+    seconds = returned_tensor(h, lang=lang, where=first_where, what="ch08.second_word", shape=x_np.shape, dtype=dtype,
                          none=message("ch08.second_none", lang, where=first_where), keep_nonfinite=True)
     expected = w64 * u64 * second_ref
     bad = np.flatnonzero(~_close(seconds, expected, dtype))
@@ -705,7 +678,7 @@ def _log1pexp_composed_pass(answer: Callable, lang: str) -> None:
         with tf.GradientTape() as inner:
             inner.watch(x)
             y = call(answer, x, lang=lang, where=where)
-            values = _validated(y, lang=lang, where=where, what="common.forward", shape=COMPOSED_X.shape,
+            values = returned_tensor(y, lang=lang, where=where, what="common.forward", shape=COMPOSED_X.shape,
                                 dtype=dtype)
             i = first_bad(values, inner_value, np.abs(inner_value))
             if i is not None:
@@ -716,7 +689,7 @@ def _log1pexp_composed_pass(answer: Callable, lang: str) -> None:
             g = inner.gradient(z, x)
         except Exception as err:  # the reader's grad_fn runs here
             raise raised(err, lang, where) from None
-    firsts = _validated(g, lang=lang, where=where, what="ch08.first_word", shape=COMPOSED_X.shape, dtype=dtype,
+    firsts = returned_tensor(g, lang=lang, where=where, what="ch08.first_word", shape=COMPOSED_X.shape, dtype=dtype,
                         none=message("ch08.first_none", lang, where=where))
     i = first_bad(firsts, first_ref, np.abs(first_ref))
     if i is not None:
@@ -728,7 +701,7 @@ def _log1pexp_composed_pass(answer: Callable, lang: str) -> None:
         h = outer.gradient(g, x)
     except Exception as err:  # the grad_fn of the reader's first derivative runs here
         raise raised(err, lang, where) from None
-    seconds = _validated(h, lang=lang, where=where, what="ch08.second_word", shape=COMPOSED_X.shape, dtype=dtype,
+    seconds = returned_tensor(h, lang=lang, where=where, what="ch08.second_word", shape=COMPOSED_X.shape, dtype=dtype,
                          none=message("ch08.second_none", lang, where=where))
     i = first_bad(seconds, second_ref, size)
     if i is not None:
@@ -909,7 +882,7 @@ def _kepler_pass(answer: Callable, dtype, custom: Callable[[], Optional[int]], u
     with tf.GradientTape() as tape:
         tape.watch([M, e])
         E = call(answer, M, e, lang=lang, where=where)
-    values = _validated(E, lang=lang, where=where, what="common.result", shape=M_np.shape, dtype=dtype)
+    values = returned_tensor(E, lang=lang, where=where, what="common.result", shape=M_np.shape, dtype=dtype)
     residual = _kepler_residual(values, M64, e64)
     bad = np.flatnonzero(~(np.abs(residual) <= KEPLER_RESIDUAL[dtype]))
     if bad.size:
@@ -937,7 +910,7 @@ def _kepler_pass(answer: Callable, dtype, custom: Callable[[], Optional[int]], u
     tolerances = KEPLER_GRAD_TOLERANCES[dtype]
     for grad, input_name in zip(grads, ("M", "e")):
         expected, mistakes = table[input_name]
-        got = _validated(grad, lang=lang, where=where, what="common.gradient", shape=M_np.shape, dtype=dtype,
+        got = returned_tensor(grad, lang=lang, where=where, what="common.gradient", shape=M_np.shape, dtype=dtype,
                          none=message(NONE_KEYS[input_name], lang, where=where))
         i = next((k for k in range(got.size)
                   if not np.isclose(got[k], expected[k], **tolerances)), None)

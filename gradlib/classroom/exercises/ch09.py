@@ -144,7 +144,7 @@ import tensorflow as tf
 
 from ...logs import captured_tf_warnings
 from ._core import (PROPAGATE, Mismatch, call, describe, dtype_name, exercise, fmt, fragment, message,
-                    require_decorated, tensor_like, to_array)
+                    require_decorated, returned_tensor, tensor_like, to_array)
 
 
 # -- shared helpers -----------------------------------------------------------------
@@ -176,35 +176,6 @@ def _digits(values: np.ndarray) -> str:
 def _sentence(text: str) -> str:
     """``text`` without its closing full stop, so that a hint can follow it."""
     return str(text).rstrip().rstrip("。.")  # a TensorFlow error (English) ends with "." in either language
-
-
-def _validated(value: Any, *, lang: str, where: str, what: str, shape: Tuple[int, ...], dtype,
-               shape_key: Optional[Callable[[Tuple[int, ...]], Optional[str]]] = None,
-               keep_nonfinite: bool = False) -> np.ndarray:
-    """A returned tensor checked in order: not None, not a (value, grad_fn) pair, numeric, floating,
-    ``shape`` (a wrong one gets the key ``shape_key(shape)`` when that names one, else ``common.shape``), a
-    TensorFlow tensor, ``dtype``; then finite unless ``keep_nonfinite``.  Returned as float64."""
-    what_text = fragment(what, lang)
-    if value is None:
-        raise Mismatch(message("common.none", lang, where=where))
-    require_decorated(value, lang, where)
-    array = to_array(value)
-    if array is None or array.dtype.kind not in "biufc":
-        raise Mismatch(message("common.not_numeric", lang, where=where, kind=type(value).__name__))
-    if array.dtype.kind != "f":
-        raise Mismatch(message("common.dtype", lang, where=where, what=what_text, got=str(array.dtype),
-                               expected=dtype_name(dtype)))
-    if tuple(array.shape) != tuple(shape):
-        key = (shape_key(tuple(array.shape)) if shape_key else None) or "common.shape"
-        raise Mismatch(message(key, lang, where=where, what=what_text, got=list(array.shape), expected=list(shape)))
-    if not tensor_like(value):
-        raise Mismatch(message("common.not_tensor", lang, where=where, kind=type(value).__name__))
-    if tf.as_dtype(value.dtype) != tf.as_dtype(dtype):
-        raise Mismatch(message("ch09.same_dtype", lang, where=where, what=what_text,
-                               got=dtype_name(value.dtype), expected=dtype_name(dtype)))
-    if not keep_nonfinite and not np.all(np.isfinite(array)):
-        raise Mismatch(message("common.nan", lang, where=where, what=what_text))
-    return array.astype(np.float64)
 
 
 SELECT_OPS = frozenset({"Select", "SelectV2"})   # what tf.where(cond, a, b) leaves in a graph
@@ -688,7 +659,7 @@ def _bce_pass(answer: Callable, dtype, lang: str) -> None:
     with tf.GradientTape() as tape:
         tape.watch([y_t, z_t])
         out = call(answer, y_t, z_t, lang=lang, where=where)
-    got = _validated(out, lang=lang, where=where, what="common.forward", shape=y_np.shape, dtype=dtype,
+    got = returned_tensor(out, lang=lang, where=where, what="common.forward", shape=y_np.shape, dtype=dtype,
                      shape_key=_bce_reduced, keep_nonfinite=True)
     flat = got.ravel()
     infinite = ~np.isfinite(got)
@@ -712,7 +683,7 @@ def _bce_pass(answer: Callable, dtype, lang: str) -> None:
     for gradient, input_name in ((grad_z, "z"), (grad_y, "y")):
         if gradient is None:
             raise Mismatch(message("ch09.bce_grad_none", lang, where=where, name=input_name))
-        grads[input_name] = _validated(gradient, lang=lang, where=where, what="common.gradient", shape=y_np.shape,
+        grads[input_name] = returned_tensor(gradient, lang=lang, where=where, what="common.gradient", shape=y_np.shape,
                                        dtype=dtype, keep_nonfinite=True)
     for input_name, gradient in grads.items():
         bad = ~np.isfinite(gradient)
@@ -784,7 +755,7 @@ def _bce_training(answer: Callable, dtype, lang: str) -> None:
         with tf.GradientTape() as tape:
             z = tf.linalg.matvec(X, w) + b
             out = call(answer, y, z, lang=lang, where=where)
-            got = _validated(out, lang=lang, where=where, what="common.forward", shape=LOGISTIC_Y.shape,
+            got = returned_tensor(out, lang=lang, where=where, what="common.forward", shape=LOGISTIC_Y.shape,
                              dtype=dtype, shape_key=lambda shape: "ch09.bce_reduced" if len(shape) < 1 else None,
                              keep_nonfinite=True)
             loss = tf.reduce_mean(out)
@@ -953,7 +924,7 @@ def _norm_eager(answer: Callable, x_np: np.ndarray, dtype, passed_ranks: Sequenc
     with tf.GradientTape() as tape:
         tape.watch(x)
         out = _call_norm(answer, x, passed_ranks, lang, where)
-    values = _validated(out, lang=lang, where=where, what="common.forward", shape=x_np.shape[:-1], dtype=dtype,
+    values = returned_tensor(out, lang=lang, where=where, what="common.forward", shape=x_np.shape[:-1], dtype=dtype,
                         shape_key=_norm_shape_key(x_np.shape), keep_nonfinite=True)
     try:
         gradient = tape.gradient(out, x)
@@ -961,7 +932,7 @@ def _norm_eager(answer: Callable, x_np: np.ndarray, dtype, passed_ranks: Sequenc
         raise _raised(err, lang, where) from None
     if gradient is None:
         raise Mismatch(message("common.none_gradient", lang, where=where))
-    return values, _validated(gradient, lang=lang, where=where, what="common.gradient", shape=x_np.shape,
+    return values, returned_tensor(gradient, lang=lang, where=where, what="common.gradient", shape=x_np.shape,
                               dtype=dtype, keep_nonfinite=True)
 
 
@@ -1107,7 +1078,7 @@ def _norm_training(answer: Callable, dtype, lang: str) -> None:
         where = fragment("ch09.norm_train_where", lang, dtype=name, k=k, steps=CENTRE_STEPS)
         with tf.GradientTape() as tape:
             out = call(answer, X @ W - C, lang=lang, where=where)
-            got = _validated(out, lang=lang, where=where, what="common.forward", shape=(len(CENTRE_X),), dtype=dtype,
+            got = returned_tensor(out, lang=lang, where=where, what="common.forward", shape=(len(CENTRE_X),), dtype=dtype,
                              shape_key=_norm_shape_key(CENTRE_C.shape), keep_nonfinite=True)
             loss = tf.reduce_mean(out)
         expected = norm_reference(X64 @ W_prev - C64)[0]
