@@ -351,6 +351,14 @@ def _watching(variables: Dict[str, tf.Variable]) -> Iterator[_StepRecord]:
         tf.GradientTape.gradient = original
 
 
+def _reader_gradient(tape, target, sources, *, lang: str, where: str):
+    """``tape.gradient(target, sources)``; an error raised by the reader's own grad_fn becomes its feedback."""
+    try:
+        return tape.gradient(target, sources)
+    except Exception as err:  # a custom grad_fn of the reader's runs here
+        raise _raised(err, lang, where) from None
+
+
 def _loss_value(loss: Any, lang: str, where: str) -> float:
     """The returned loss as a float: a real scalar (a 0-d tensor or a number), finite."""
     what = fragment("ch09.loss_word", lang)
@@ -675,10 +683,7 @@ def _bce_pass(answer: Callable, dtype, lang: str) -> None:
             raise Mismatch(message("ch09.naive", lang, where=at(i), got=fmt(flat[i]), p=fmt(p), dtype=name))
         i = first(infinite)
         raise Mismatch(message("common.nan", lang, where=at(i), what=fragment("common.forward", lang)))
-    try:
-        grad_z, grad_y = tape.gradient(out, [z_t, y_t])
-    except Exception as err:  # a custom grad_fn of the reader's runs here
-        raise _raised(err, lang, where) from None
+    grad_z, grad_y = _reader_gradient(tape, out, [z_t, y_t], lang=lang, where=where)
     grads = {}
     for gradient, input_name in ((grad_z, "z"), (grad_y, "y")):
         if gradient is None:
@@ -763,10 +768,7 @@ def _bce_training(answer: Callable, dtype, lang: str) -> None:
         if not _close(got, expected, WEIGHT_TOLERANCES[dtype]):
             raise Mismatch(message("ch09.train_value", lang, where=where, got=fmt(got), expected=fmt(expected)))
         w_prev, b_prev = w_ref, float(b_ref)
-        try:
-            grad_w, grad_b = tape.gradient(loss, [w, b])
-        except Exception as err:  # a custom grad_fn of the reader's runs here
-            raise _raised(err, lang, where) from None
+        grad_w, grad_b = _reader_gradient(tape, loss, [w, b], lang=lang, where=where)
         if grad_w is None or grad_b is None:
             raise Mismatch(message("common.none_gradient", lang, where=where))
         w.assign_sub(lr * grad_w)
@@ -926,10 +928,7 @@ def _norm_eager(answer: Callable, x_np: np.ndarray, dtype, passed_ranks: Sequenc
         out = _call_norm(answer, x, passed_ranks, lang, where)
     values = returned_tensor(out, lang=lang, where=where, what="common.forward", shape=x_np.shape[:-1], dtype=dtype,
                         shape_key=_norm_shape_key(x_np.shape), keep_nonfinite=True)
-    try:
-        gradient = tape.gradient(out, x)
-    except Exception as err:  # a custom grad_fn of the reader's runs here
-        raise _raised(err, lang, where) from None
+    gradient = _reader_gradient(tape, out, x, lang=lang, where=where)
     if gradient is None:
         raise Mismatch(message("common.none_gradient", lang, where=where))
     return values, returned_tensor(gradient, lang=lang, where=where, what="common.gradient", shape=x_np.shape,
@@ -1085,10 +1084,7 @@ def _norm_training(answer: Callable, dtype, lang: str) -> None:
         if not _close(got, expected, WEIGHT_TOLERANCES[dtype]):
             raise Mismatch(message("ch09.train_value", lang, where=where, got=fmt(got), expected=fmt(expected)))
         W_prev = W_ref
-        try:
-            gradient = tape.gradient(loss, W)
-        except Exception as err:  # a custom grad_fn of the reader's runs here
-            raise _raised(err, lang, where) from None
+        gradient = _reader_gradient(tape, loss, W, lang=lang, where=where)
         if gradient is None:
             raise Mismatch(message("common.none_gradient", lang, where=where))
         W.assign_sub(lr * gradient)
