@@ -495,7 +495,17 @@ NAN = float("nan")
 INF = float("inf")
 NON_FINITE = [NAN, INF, -INF, np.float32("nan"), np.float64(-INF)]
 BOOLS = [True, False, np.True_]
-WRONG_TYPE = ["1", None, [1.0], 1 + 2j, object()]
+
+
+class _Opaque:
+    """A value of no numeric kind, with a stable repr (test ids must not hold addresses:
+    pytest-xdist's workers must collect the same ids)."""
+
+    def __repr__(self):
+        return "<opaque object>"
+
+
+WRONG_TYPE = ["1", None, [1.0], 1 + 2j, _Opaque()]
 NON_POSITIVE = [0, 0.0, -1, -0.5, -1e-300, -INF]
 NEGATIVE = [-1, -0.5, -1e-300]
 NOT_INTEGRAL = [2.5, 2.0, np.float64(3.0), NAN, INF]

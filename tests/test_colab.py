@@ -69,6 +69,7 @@ def colab_results(tmp_path_factory):
 
 
 @pytest.mark.colab
+@pytest.mark.xdist_group("colab")  # one simulation (colab_results) for every notebook: one worker
 @pytest.mark.parametrize("notebook", [p.relative_to(ROOT).as_posix() for p in colab_sim.notebooks(ROOT)])
 def test_notebook_runs_as_on_colab(colab_results, notebook, record_property):
     result = colab_results[notebook]
