@@ -80,9 +80,10 @@ def render(explorer, element_id: str) -> str:
         label = html.escape(plain_label(explorer.labels[name]))
         options = explorer.controls[name]
         if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in options):
+            shown = html.escape(str(options[default[i]]))
             widget = (f'<input type="range" min="0" max="{len(options) - 1}" step="1" value="{default[i]}" '
-                      f'{fmt.CONTROL}="{i}" aria-label="{label}">'
-                      f'<output>{html.escape(str(options[default[i]]))}</output>')
+                      f'{fmt.CONTROL}="{i}" aria-label="{label}" aria-valuetext="{shown}">'
+                      f'<output>{shown}</output>')
         else:
             choices = "".join(f'<option value="{j}"{" selected" if j == default[i] else ""}>{html.escape(str(o))}</option>'
                               for j, o in enumerate(options))
@@ -90,7 +91,7 @@ def render(explorer, element_id: str) -> str:
         controls.append(f'<label class="gbx-control"><span class="gbx-label">{label}</span>{widget}</label>')
 
     titles = [html.escape(PLAIN_TITLES.get(t, plain_label(t))) for t in explorer.titles]
-    described = "forward and backward curves" if tuple(explorer.titles) == tuple(PLAIN_TITLES) else " | ".join(titles)
+    described = " | ".join(titles)  # language-neutral, like the figure: the same on English and Chinese pages
     svg = [f'<svg class="gbx-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
            f'aria-label="{described}">']
     for p, panel in enumerate(PANELS):

@@ -151,9 +151,9 @@ def faulty(site, tmp_path_factory):
     text, n = re.subn(r'<p class="gradbook-lang-switch">.*?</p>', "", text, flags=re.S)
     assert n, f"{page}: no language switch to remove"
     page.write_text(text, encoding="utf-8")
-    # (d) an uncaught exception and MathJax missing
+    # (d) an uncaught exception and KaTeX's stylesheet missing
     _edit(root / pages["console"], "</body>", f'<script>throw new Error("{FAULT_ERROR}")</script></body>')
-    _edit(root / pages["console"], "_static/mathjax/tex-mml-chtml.js", "_static/mathjax/missing.js")
+    _edit(root / pages["console"], "_static/katex/katex.min.css", "_static/katex/missing.css")
     with bc.serve(root) as base:
         yield base, pages
 
@@ -214,8 +214,8 @@ def test_console_error_and_unrendered_math_are_detected(browser, faulty):
         math = bc.math_problems(visit.page)
     print("\n".join(console + math))
     assert any(FAULT_ERROR in p for p in console), console
-    assert any("missing.js" in p and "404" in p for p in console), console  # the failed script load
-    assert math and "MathJax did not load" in math[0], math
+    assert any("missing.css" in p and "404" in p for p in console), console  # the failed stylesheet load
+    assert math and "KaTeX's stylesheet did not load" in math[0], math
 
 
 def test_weight_budget_is_enforced(browser, server, weights):

@@ -193,7 +193,7 @@ def test_explore_panels_static_page_names_its_panels_and_axis():
     assert 'aria-label="L | λ"' in page
     assert '"0,1"' in page and '"1,1"' in page  # every frame is on the page
     curve_page = gradlib.explore(lambda a: lambda v: a * v, np.linspace(-1, 1, 5), {"a": [1, 2]}).static_html()
-    assert ">∂y/∂x</text>" in curve_page and 'aria-label="forward and backward curves"' in curve_page
+    assert ">∂y/∂x</text>" in curve_page and 'aria-label="y = f(x) | ∂y/∂x"' in curve_page
 
 
 @pytest.mark.parametrize("compute, titles, error, match", [

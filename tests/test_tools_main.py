@@ -73,14 +73,14 @@ def test_browsercheck_main_reports_problems_and_notes(tmp_path, monkeypatch, cap
 
     def check_page(browser, base, path):
         weight = browsercheck.Weight(path=path, files={path: 1000}, shared=0)
-        problems = {"math": ["MathJax did not load"]} if path.endswith("01_gradients.html") else {}
+        problems = {"math": ["KaTeX's stylesheet did not load"]} if path.endswith("01_gradients.html") else {}
         return browsercheck.PageReport(path, problems, weight, 0.1, notes=["a known console error"])
 
     monkeypatch.setattr(browsercheck, "check_page", check_page)
     monkeypatch.setattr(browsercheck, "search", lambda browser, base, query, start: ([], []))
     assert browsercheck.main([str(html)]) == 1
     out = capsys.readouterr().out
-    assert "chapters/en/01_gradients.html [math] MathJax did not load" in out
+    assert "chapters/en/01_gradients.html [math] KaTeX's stylesheet did not load" in out
     assert "chapters/zh/index.html: a known console error" in out
     assert "search for 'gradient' returned no results" in out and "page weight outside _static/" in out
 

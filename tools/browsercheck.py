@@ -13,7 +13,8 @@ fine), so the tests can also prove that a check detects what it should:
 * :func:`explorer_problems`: each explorer first shows the curves the
   server rendered; moving each control redraws them, moving it back restores
   exactly the server-rendered ``points``;
-* :func:`math_problems`: every math element was typeset by MathJax;
+* :func:`math_problems`: every math element was typeset (by KaTeX, at build
+  time), and KaTeX's stylesheet and font loaded;
 * :func:`language_switch_problems`: the language switch leads to the twin;
 * :func:`weight_problems`: bytes a chapter page transfers, outside the
   shared ``_static/`` assets, stay within :data:`WEIGHT_BUDGET`;
@@ -355,31 +356,34 @@ def explorer_problems(page, rendered: Optional[Dict[str, List[str]]] = None) -> 
 _MATH_JS = """async () => {
   const math = Array.from(document.querySelectorAll('span.math, div.math'));
   if (!math.length) return {math: 0};
-  if (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) return {math: math.length, mathjax: false};
-  await MathJax.startup.promise;
+  await document.fonts.ready;
+  const first = document.querySelector('.katex');
   return {
-    math: math.length, mathjax: true,
-    containers: document.querySelectorAll('mjx-container').length,
-    unrendered: math.filter(el => !el.querySelector('mjx-container')).map(el => el.textContent.trim().slice(0, 60)),
-    errors: Array.from(document.querySelectorAll('mjx-merror'), el => (el.getAttribute('data-mjx-error') || el.textContent).slice(0, 80)),
+    math: math.length,
+    typeset: math.filter(el => el.querySelector('.katex')).length,
+    raw: math.filter(el => !el.querySelector('.katex')).map(el => el.textContent.trim().slice(0, 60)),
+    styled: !!first && getComputedStyle(first).fontFamily.includes('KaTeX_Main'),
+    font: document.fonts.check('1em KaTeX_Main'),
+    errors: Array.from(document.querySelectorAll('.katex-error'), el => el.textContent.slice(0, 80)),
   };
 }"""
 
 
 def math_problems(page) -> List[str]:
-    """On a page with math (Sphinx's ``span.math``/``div.math``), MathJax typeset all of it."""
+    """On a page with math (Sphinx's ``span.math``/``div.math``), every element
+    was typeset at build time by KaTeX, and KaTeX's stylesheet and font loaded."""
     info = page.evaluate(_MATH_JS)
     if not info["math"]:
         return []
-    if not info["mathjax"]:
-        return [f"{info['math']} math elements but MathJax did not load"]
     problems = []
-    if not info["containers"]:
-        problems.append(f"{info['math']} math elements but no mjx-container: MathJax rendered nothing")
-    elif info["unrendered"]:
-        shown = "; ".join(info["unrendered"][:5])
-        problems.append(f"{len(info['unrendered'])} of {info['math']} math elements not rendered: {shown}")
-    problems += [f"MathJax error: {text}" for text in info["errors"]]
+    if info["raw"]:
+        shown = "; ".join(info["raw"][:5])
+        problems.append(f"{len(info['raw'])} of {info['math']} math elements not typeset by KaTeX: {shown}")
+    if info["typeset"] and not info["styled"]:
+        problems.append("KaTeX's stylesheet did not load: the math is unstyled")
+    elif info["typeset"] and not info["font"]:
+        problems.append("KaTeX's font KaTeX_Main did not load")
+    problems += [f"KaTeX error: {text}" for text in info["errors"]]
     return problems
 
 

@@ -7,13 +7,15 @@
 * Every chapter page gets a link to its twin in the other language, right
   under its title (a ``doc`` reference, so a missing twin is a warning and
   ``-W`` fails the build).
-* Chinese pages are served with ``lang="zh-CN"``.
+* Chinese pages are served with ``lang="zh-CN"``, and the themes write their
+  own text on them in Chinese (:mod:`gradbook_i18n`).
 * Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
   for ``ch03-ex1``; "练习 3.1" on Chinese pages), not by sphinx-exercise's
   book-wide counter.
-* The site serves MathJax itself: ``node_modules/mathjax/es5`` (installed
-  from npm by ``make book``) is copied to ``_static/mathjax``; the build
-  stops if it is missing rather than fall back to a CDN.
+* Math is typeset at build time by KaTeX (:mod:`gradbook_math`); the site
+  serves KaTeX's CSS and fonts itself, and no page runs a math script.
+* Each page loads only the scripts it uses, its images have their sizes, and
+  it has a description (:mod:`gradbook_pages`).
 * The search index learns the book's Chinese terms: the Chinese terms of the
   glossary become a jieba user dictionary, so 反向传播 and 直通估计器 are
   indexed as words and not only as their pieces.
@@ -24,9 +26,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import re
-import shutil
 from pathlib import Path
 
+import gradbook_i18n
+import gradbook_math
+import gradbook_pages
 from docutils import nodes
 from sphinx import addnodes
 
@@ -78,22 +82,6 @@ def _jieba_dictionary(app, config):
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("".join(f"{w} 100000 n\n" for w in words), encoding="utf-8")
     config.html_search_options = {**config.html_search_options, "dict": str(target)}
-
-
-MATHJAX_SOURCE = Path("node_modules") / "mathjax" / "es5"
-
-
-def _check_mathjax(app):
-    source = Path(app.srcdir) / MATHJAX_SOURCE
-    if not (source / "tex-mml-chtml.js").is_file():
-        raise RuntimeError(f"{source} is missing: run `make book` (it runs `npm ci`) so that the site "
-                           "can serve MathJax itself instead of loading it from a CDN")
-
-
-def _copy_mathjax(app, exception):
-    if exception is None and app.builder.format == "html":
-        shutil.copytree(Path(app.srcdir) / MATHJAX_SOURCE, Path(app.outdir) / "_static" / "mathjax",
-                        dirs_exist_ok=True)
 
 
 def _language_switch(app, doctree):
@@ -160,25 +148,24 @@ def _page_language(app, pagename, templatename, context, doctree):
     if "script_files" in context:
         context["script_files"] = unique_scripts(context["script_files"])
     found = chapter_language(pagename)
-    if found:
-        context["language"] = LANGUAGES[found[0]][1]
-        if "body" in context:
-            context["body"] = localize_exercises(context["body"], found[0])
+    if found and "body" in context:
+        context["body"] = localize_exercises(context["body"], found[0])
 
 
 def setup(app):
-    # Editing this file must rewrite every page: a config value that changes
-    # with the source makes Sphinx treat the environment as outdated.
-    source_hash = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    # Editing the extension, its templates or the site's CSS and scripts must
+    # rewrite every page: a config value that changes with their sources makes
+    # Sphinx treat the environment as outdated.
+    assets = Path(__file__).resolve().parents[1]
+    sources = sorted(p for folder in ("ext", "templates", "static") for p in (assets / folder).rglob("*")
+                     if p.is_file() and "__pycache__" not in p.parts)
+    source_hash = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     app.add_config_value("gradbook_site_source", source_hash, "env")
     # Every kernel the build starts inherits the book's kernel environment.
     _kernel_module().apply("build")
-    # The sidebar shows chapter titles with math ($f$, $g$) on every page, so
-    # every page needs MathJax, not only the pages whose body has math.
-    app.set_html_assets_policy("always")
+    for module in (gradbook_math, gradbook_i18n, gradbook_pages):
+        module.setup(app)
     app.connect("config-inited", _jieba_dictionary)
-    app.connect("builder-inited", _check_mathjax)
-    app.connect("build-finished", _copy_mathjax)
     app.connect("doctree-read", _language_switch)
     app.connect("html-page-context", _page_language)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -51,8 +51,11 @@
       if (!drawn) return;
       drawn.forEach(function (text, p) { curves[p].setAttribute("points", text); });
       Array.prototype.forEach.call(inputs, function (el) {
+        var shown = data.options[+el.getAttribute(CONTROL)][+el.value];
         var output = el.parentNode.querySelector("output");
-        if (output) output.textContent = data.options[+el.getAttribute(CONTROL)][+el.value];
+        if (output) output.textContent = shown;
+        // A slider's position is an index: screen readers announce the value it stands for.
+        if (el.type === "range") el.setAttribute("aria-valuetext", shown);
       });
       root.setAttribute(FRAME, key);
     }

@@ -1,0 +1,63 @@
+/* gradbook: keyboard access to scrollable blocks, without laying out the whole page.
+ *
+ * A block whose content overflows (a wide table, a long output) must be
+ * reachable by keyboard to be scrolled (WCAG 2.1.1; axe rule
+ * scrollable-region-focusable).  The PyData theme does this on "load" by
+ * measuring every code block and output of the page at once
+ * (addTabStopsToScrollableElements): on a long chapter that forces the layout
+ * of every section (the site lets the browser skip off-screen sections, see
+ * gradbook.css), and Lighthouse measured 0.4-1 s of blocked main thread.
+ * Here the same check runs on each block only as it nears the screen
+ * (IntersectionObserver), and again on resize; the theme's own pass is not
+ * registered.  Code blocks and outputs wrap their lines (gradbook.css), so few
+ * blocks overflow at all.
+ *
+ * This script runs in <head>, before the theme's deferred script registers its
+ * listener.
+ */
+(function () {
+  "use strict";
+
+  // The theme's pass, recognised by its code: its shipped script is minified,
+  // so the function's name (addTabStopsToScrollableElements) is gone.
+  function isThemePass(listener) {
+    var code = String(listener);
+    return code.indexOf("scrollWidth") >= 0 && code.indexOf("pst-scrollable-table-container") >= 0;
+  }
+  var SCROLLABLE = ["pre", ".cell_output > .output", ".jp-RenderedHTMLCommon",
+                    ".pst-scrollable-table-container"].join(", ");
+
+  var add = window.addEventListener;
+  window.addEventListener = function (type, listener, options) {
+    if (type === "load" && typeof listener === "function" && isThemePass(listener)) return;
+    return add.call(this, type, listener, options);
+  };
+
+  function update(el) {
+    el.tabIndex = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight ? 0 : -1;
+  }
+
+  function init() {
+    var blocks = document.querySelectorAll(SCROLLABLE);
+    if (!("IntersectionObserver" in window)) {
+      Array.prototype.forEach.call(blocks, update);
+      return;
+    }
+    var shown = new Set();
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (entry.isIntersecting) { shown.add(entry.target); update(entry.target); }
+        else shown.delete(entry.target);
+      });
+    }, { rootMargin: "200px 0px" });
+    Array.prototype.forEach.call(blocks, function (el) { observer.observe(el); });
+    var timer = null;
+    add.call(window, "resize", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { shown.forEach(update); }, 300);
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,105 @@
+"""The site extension's parts (assets/ext), without a build: KaTeX, the page
+rewriting, the Chinese catalogs.  The built site is tested in test_site_pages.py."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools.book import ROOT
+
+pytestmark = pytest.mark.build  # Sphinx and the themes: not in the Colab-like venv
+
+sys.path.insert(0, str(ROOT / "assets" / "ext"))
+import gradbook_i18n  # noqa: E402
+import gradbook_math  # noqa: E402
+import gradbook_pages  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def katex():
+    if shutil.which("node") is None or not (ROOT / gradbook_math.KATEX_SOURCE / "katex.min.css").is_file():
+        pytest.fail("node and node_modules/katex are needed: `npm ci` (make book runs it)")
+    return gradbook_math.KaTeX(ROOT / gradbook_math.KATEX_SOURCE)
+
+
+def test_katex_typesets_inline_and_display_math(katex):
+    inline = katex.render(r"\frac{\partial y}{\partial x}", display=False)
+    assert 'class="katex"' in inline and "<math" in inline and "katex-display" not in inline
+    assert "katex-display" in katex.render(r"\begin{aligned}a&=b\\c&=d\end{aligned}", display=True)
+    assert katex.render("x", False) is katex.render("x", False)  # cached
+
+
+def test_katex_refuses_what_it_cannot_typeset(katex):
+    with pytest.raises(gradbook_math.KaTeXError, match=r"\\notacommand"):
+        katex.render(r"\notacommand{x}", display=False)
+    assert "katex" in katex.render("y", False)  # the process survives an error
+
+
+def test_display_tex_follows_sphinx_mathjax_layout():
+    assert gradbook_math.display_tex("a = b") == "a = b"
+    assert gradbook_math.display_tex(r"a \\ b") == r"\begin{split}a \\ b\end{split}"
+    assert gradbook_math.display_tex("a = 1\n\nb = 2") == r"\begin{aligned}a = 1\\b = 2\end{aligned}"
+
+
+class Script:
+    def __init__(self, filename, body=None):
+        self.filename, self.attributes = filename, {"body": body} if body else {}
+
+
+def test_scripts_a_page_does_not_use_are_dropped():
+    scripts = [Script("documentation_options.js"), Script("gradbook-explorer.js"), Script("copybutton.js"),
+               Script("clipboard.min.js"), Script("togglebutton.js"), Script(None, "let toggleHintShow = 'x';"),
+               Script("sphinx-thebe.js"), Script("design-tabs.js")]
+    kept = [s.filename or s.attributes["body"][:5] for s in gradbook_pages.used_scripts(scripts, "<p>prose</p>")]
+    assert kept == ["documentation_options.js"]
+    body = '<div class="gradbook-explorer"></div><pre>x</pre><details class="toggle">'
+    kept = [s.filename or "inline" for s in gradbook_pages.used_scripts(scripts, body)]
+    assert kept == ["documentation_options.js", "gradbook-explorer.js", "copybutton.js", "clipboard.min.js",
+                    "togglebutton.js", "inline"]
+
+
+def test_images_get_their_size_and_others_are_left_alone():
+    page = ('<img alt="a" src="../../_images/a.png" /><img src="../../_static/logo.png">'
+            '<img src="https://example.org/x.png"><img width="3" src="../../_images/b.png">')
+    sizes = {"_images/a.png": (640, 480)}
+    out = gradbook_pages.size_images(page, "chapters/en/01", sizes.get)
+    assert '<img alt="a" src="../../_images/a.png" width="640" height="480" />' in out
+    assert out.count("width=") == 2  # a.png, and b.png's own
+
+
+def test_description_is_the_first_real_paragraph():
+    from docutils import nodes
+
+    doc = nodes.document(None, None)
+    doc += nodes.paragraph(text="⇄ English version", classes=["gradbook-lang-switch"])
+    doc += nodes.paragraph(text="Short.")
+    doc += nodes.paragraph(text="word " * 60)
+    text = gradbook_pages.description(doc)
+    assert text.startswith("word word") and text.endswith("…") and len(text) <= gradbook_pages.DESCRIPTION_CHARS + 1
+    assert gradbook_pages.description(None) == ""
+
+
+def test_the_chinese_catalogs_have_the_theme_text():
+    sphinx_zh = gradbook_i18n.zh_translator("sphinx", gradbook_i18n.CATALOGS[("general", "sphinx")])
+    book_zh = gradbook_i18n.zh_translator("booktheme", gradbook_i18n.CATALOGS[("general", "booktheme")])
+    for message in ("Skip to main content", "Back to top", "Search", "previous", "next", "Contents",
+                    "Link to this heading", "Color mode", "Toggle primary sidebar", "Warning", "Note"):
+        assert sphinx_zh.gettext(message) != message, message
+    for message in ("Download this page", "Launch on", "Print to PDF", "Fullscreen mode"):
+        assert book_zh.gettext(message) != message, message
+    with pytest.raises(RuntimeError, match="no zh_CN messages"):
+        gradbook_i18n.zh_translator("sphinx", (Path("/nonexistent"),))
+
+
+def test_pages_by_language():
+    assert gradbook_i18n.page_language("chapters/zh/05_ste") == "zh"
+    assert gradbook_i18n.page_language("chapters/en/05_ste") == "en"
+    assert gradbook_i18n.page_language("search") == "en"
+    assert gradbook_i18n.search_page("chapters/zh/01_gradients") == gradbook_i18n.ZH_SEARCH
+    page = '<nav aria-label="Main"><nav aria-label="Page">'
+    assert gradbook_i18n.localize_page(page, "chapters/zh/x") == '<nav aria-label="主导航"><nav aria-label="本页">'
+    assert gradbook_i18n.localize_page(page, "chapters/en/x") == page
