@@ -352,6 +352,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"only the op, layer and larq timings, merged into {LATEST} (keeps its other keys)")
     parser.add_argument("--higher-only", action="store_true",
                         help=f"only chapter 8's Jacobian and Hessian timings, merged into {LATEST}")
+    parser.add_argument("--site-only", action="store_true",
+                        help=f"only Lighthouse and axe-core on every page of the built _build/html, merged into {LATEST}")
     parser.add_argument(
         "--chapters",
         metavar="GLOB",
@@ -402,6 +404,8 @@ def run(args: argparse.Namespace) -> dict:
         log("page weights (headless Chromium) ...")
         results["page_weights"] = page_weights(weights_from)
         results["page_weight_budget"] = browsercheck.WEIGHT_BUDGET
+        log("Lighthouse and axe-core on every page (headless Chromium) ...")
+        results.update(site_sections(weights_from))
     if out_dir is not None:
         shutil.rmtree(out_dir, ignore_errors=True)
     return results
@@ -489,6 +493,25 @@ def page_weights(html: Path) -> dict:
     return weights
 
 
+def site_sections(html: Path | None = None) -> dict:
+    """``{"site_quality": {page: {scores, metrics, axe}}, "site_targets", "site_date"}``: Lighthouse
+    (desktop, no throttling) and axe-core's violations by impact, light and dark
+    (``tools/sitequality.py``); empty when the tools or the browser are missing."""
+    from tools import sitequality
+
+    html = browsercheck.HTML if html is None else Path(html)
+    if reason := sitequality.missing():
+        log(f"Lighthouse and axe skipped: {reason}")
+        return {}
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    report = sitequality.measure(html)
+    log("\n" + sitequality.table(report))
+    quality = {page: {**r["lighthouse"]["scores"], **r["lighthouse"]["metrics"],
+                      "axe": sitequality.axe_counts(r["axe"]), "lighthouse": r["lighthouse"]["lighthouse"]}
+               for page, r in report.items()}
+    return {"site_quality": quality, "site_targets": dict(sitequality.TARGETS), "site_date": started}
+
+
 def write_reports(results: dict) -> None:
     text = json.dumps(results, indent=2, ensure_ascii=False) + "\n"
     (REPO / REPORT_JSON).write_text(text, encoding="utf-8")
@@ -503,9 +526,10 @@ def write_reports(results: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.ops_only or args.higher_only:
+    if args.ops_only or args.higher_only or args.site_only:
+        sections = higher_sections if args.higher_only else site_sections if args.site_only else None
         try:
-            results = merge_op_sections(sections=higher_sections if args.higher_only else None)
+            results = merge_op_sections(sections=sections)
         except BenchError as exc:
             log(f"FAILED: {exc}")
             return 1
