@@ -31,7 +31,7 @@ def test_chapters_are_the_numbered_pages():
         assert names == sorted(names) and len(names) >= 6
         assert all(re.fullmatch(r"\d\d_\w+", name) for name in names)
         others = {md.stem for md in book.pages(lang, ROOT)} - set(names)
-        assert others == {"index", "teachers", "benchmarks"}
+        assert others == {"index", "teachers", "offline", "benchmarks"}
 
 
 def test_a_toc_drives_languages_and_pages(tmp_path, mini_toc):
