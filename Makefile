@@ -1,5 +1,6 @@
 # gradbook: two commands on a fresh machine.
-#   make book   build the whole bilingual site into _build/html (executes every chapter)
+#   make book   build the whole bilingual site into _build/html (executes every chapter,
+#               on every core), its PDF editions (_build/pdf) and its downloads
 #   make test   run every test (builds the book first; the site tests read it)
 # and a fast loop while working:
 #   make check  ruff, then every test that needs no built book, browser or Colab venv
@@ -20,15 +21,17 @@ PORT    ?= 8000
 # models in-process), so they start with the kernels' value, read from its home.
 export PYTHONHASHSEED := $(shell sed -n 's/.*"PYTHONHASHSEED": *"\([0-9]*\)".*/\1/p' gradlib/book/kernel.json)
 
-.PHONY: help venv colab-env book browser check test serve bench notebooks lock clean student grade
+.PHONY: help venv colab-env book html pdf browser check test serve bench notebooks lock clean student grade lab
 
 help:
-	@echo "make book       build the site into _build/html (executes every chapter)"
+	@echo "make book       build the site into _build/html (executes every chapter), with its PDFs and downloads"
 	@echo "make check      ruff, then every test that needs no built book, browser or Colab venv (fast)"
 	@echo "make test       build, then run every test (TensorFlow 2.21, then gradlib's tests on 2.19)"
 	@echo "make colab-env  create .venv-colab: Colab's packages on TensorFlow 2.19, without gradlib"
 	@echo "make browser    install Debian's Chromium for the browser tests (apt-get, as root)"
 	@echo "make serve      preview the built site on http://localhost:$(PORT)"
+	@echo "make pdf        print the PDF editions to _build/pdf (and into the site, _build/html/pdf)"
+	@echo "make lab        open the chapters as notebooks in JupyterLab [LAB_PORT=8888] [LAB_ARGS=--no-browser]"
 	@echo "make bench      time builds and chapters against the import floor, the ops (eager, tf.function, XLA), a quantized layer and larq"
 	@echo "make notebooks  regenerate the .ipynb twins of chapters/*/*.md"
 	@echo "make student    write the student edition (no solutions) to _build/student"
@@ -86,12 +89,18 @@ NODE_STAMP := node_modules/.package-lock.json
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 
-book: $(STAMP) $(NODE_STAMP) $(LARQ_STAMP)
+# The site: the HTML (html), its PDF editions (pdf) and its downloads: the
+# source and an offline copy of the site (tools/downloads.py).
+book: html pdf
+	$(BIN)/python -m tools.downloads
+
+html: $(STAMP) $(NODE_STAMP) $(LARQ_STAMP)
 	@if [ "$$(cat _build/.gradlib-hash 2>/dev/null)" != "$(GRADLIB_HASH)" ]; then \
 	  echo "gradlib changed: executing every chapter afresh"; rm -rf _build; fi
 	@if [ -d _build ] && [ "$$(cat _build/.bench-hash 2>/dev/null)" != "$(BENCH_HASH)" ]; then \
 	  echo "the benchmark report changed: re-reading every page (only the appendix re-executes)"; \
 	  rm -f _build/.doctrees/environment.pickle; fi
+	$(BIN)/python -m tools.prebuild
 	$(BIN)/jupyter-book build . --builder html -n -W --keep-going
 	@echo "$(GRADLIB_HASH)" > _build/.gradlib-hash
 	@echo "$(BENCH_HASH)" > _build/.bench-hash
@@ -110,12 +119,37 @@ check: $(STAMP)
 
 # Every test on TensorFlow 2.21 (the simulated Colab run included), then
 # gradlib's own tests again on TensorFlow 2.19 (the site is tested once).
+# Both runs use every core (pytest-xdist): tests are handed out one at a time,
+# except the Colab simulation's, which share one run of every notebook
+# (xdist_group "colab" keeps them on one worker).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST := -n $(JOBS) --dist loadgroup
+
 test: book browser colab-env
-	$(BIN)/python -m pytest
-	PYTHONPATH=$(CURDIR) $(COLAB)/bin/python -m pytest -p no:cacheprovider -m "not site and not colab and not build"
+	$(BIN)/python -m pytest $(XDIST) --durations=25
+	PYTHONPATH=$(CURDIR) $(COLAB)/bin/python -m pytest $(XDIST) -p no:cacheprovider -m "not site and not colab and not build"
+
+# The PDF editions, one per language (tools/pdf.py): Debian's Chromium prints
+# the built site; the Chinese one needs a CJK font, Debian's fonts-wqy-microhei
+# (tools/pdf.py: CJK_FONT_PACKAGE, CJK_FONT_FILE), installed here as root.
+CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+
+pdf: html browser
+	@test -e $(CJK_FONT) || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y fonts-wqy-microhei)
+	$(BIN)/python -m tools.pdf
 
 serve: book
 	$(BIN)/python -m http.server --directory _build/html $(PORT)
+
+# The chapters as notebooks in JupyterLab, from .venv (tools/lab.py: chapters/
+# as the root, the kernels' "colab" environment, 127.0.0.1 only; LAB_ARGS takes
+# --no-browser, --ip ...).  Saving a notebook writes its outputs into the
+# .ipynb twin: `make notebooks` restores the twins.
+LAB_PORT ?= 8888
+LAB_ARGS ?=
+
+lab: $(STAMP)
+	$(BIN)/python -m tools.lab --port $(LAB_PORT) $(LAB_ARGS)
 
 bench: $(STAMP) $(NODE_STAMP) $(LARQ_STAMP)
 	$(BIN)/python -m tools.bench
