@@ -62,6 +62,11 @@ def test_scripts_a_page_does_not_use_are_dropped():
                     "togglebutton.js", "inline"]
 
 
+def test_a_script_is_loaded_once():
+    page = '<script src="a.js"></script>\n<script src="b.js"></script>\n<script src="a.js"></script>'
+    assert gradbook_pages.unique_script_tags(page) == '<script src="a.js"></script>\n<script src="b.js"></script>'
+
+
 def test_images_get_their_size_and_others_are_left_alone():
     page = ('<img alt="a" src="../../_images/a.png" /><img src="../../_static/logo.png">'
             '<img src="https://example.org/x.png"><img width="3" src="../../_images/b.png">')
@@ -99,6 +104,7 @@ def test_pages_by_language():
     assert gradbook_i18n.page_language("chapters/zh/05_ste") == "zh"
     assert gradbook_i18n.page_language("chapters/en/05_ste") == "en"
     assert gradbook_i18n.page_language("search") == "en"
+    assert gradbook_i18n.page_language(gradbook_i18n.ZH_SEARCH) == "zh"
     assert gradbook_i18n.search_page("chapters/zh/01_gradients") == gradbook_i18n.ZH_SEARCH
     page = '<nav aria-label="Main"><nav aria-label="Page">'
     assert gradbook_i18n.localize_page(page, "chapters/zh/x") == '<nav aria-label="主导航"><nav aria-label="本页">'

@@ -10,8 +10,10 @@ before it is written (``doctree-resolved``: admonition titles are written into
 the body) and again before its page is rendered (``html-page-context``: the
 templates' text).  English pages keep the build's own, English, catalogs.
 
-Chinese pages search with a Chinese search page, ``chapters/zh/search.html``,
-which also loads Sphinx's Chinese messages for the results.  Text that no
+Chinese pages search with a Chinese search page, ``search-zh.html``, which
+also loads Sphinx's Chinese messages for the results.  It sits at the site's
+root, beside ``search.html``: Sphinx's search script writes result links
+relative to the search page, as if it were at the root.  Text that no
 catalog has (the book's search-box placeholder, the toggle buttons' hints) is
 in :data:`TEXT`.
 """
@@ -32,7 +34,7 @@ from sphinx.builders.html._assets import _JavaScript
 ZH = "zh"
 LOCALE = "zh_CN"
 HTML_LANG = {"en": "en", ZH: "zh-CN"}
-ZH_SEARCH = "chapters/zh/search"
+ZH_SEARCH = "search-zh"
 ZH_TRANSLATIONS_JS = "_static/translations-zh_CN.js"
 
 _BOOK_THEME_LOCALES = Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme" / "static" / "locales"
@@ -76,8 +78,8 @@ TEXT = {
 
 
 def page_language(pagename: str) -> str:
-    """``"zh"`` for the Chinese pages (``chapters/zh/...``), else ``"en"``."""
-    return ZH if pagename.startswith("chapters/zh/") else "en"
+    """``"zh"`` for the Chinese pages (``chapters/zh/...`` and the Chinese search page), else ``"en"``."""
+    return ZH if pagename.startswith("chapters/zh/") or pagename == ZH_SEARCH else "en"
 
 
 class Supplement(gettext.NullTranslations):

@@ -37,6 +37,7 @@ SEARCH_PAGES = ("search", gradbook_i18n.ZH_SEARCH)
 FONT_AWESOME_JS = re.compile(r'\s*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>')
 SEARCH_SCRIPTS = re.compile(r'\s*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|'
                             r'searchindex\.js)"></script>')
+SCRIPT_TAG = re.compile(r'\s*<script src="([^"]+)"></script>')
 SEARCH_ACTION = re.compile(r'(<form class="bd-search[^"]*"\s+action=")[^"]*(")')
 IMG = re.compile(r'<img (?![^>]*\bwidth=)([^>]*?)src="([^"]+)"([^>]*?)\s*/?>')
 # Scripts (by file name) and the mark in a page's body that says the page uses them.
@@ -198,11 +199,30 @@ def finish_page(page: str, context: dict, sizes: Optional[ImageSizes]) -> str:
     page = gradbook_i18n.localize_page(FONT_AWESOME_JS.sub("", page), pagename)
     if pagename not in SEARCH_PAGES:
         page = SEARCH_SCRIPTS.sub("", page)
+    page = unique_script_tags(page)
+    # A wide table scrolls sideways: reachable by keyboard from the start, wherever it is on the page
+    # (gradbook-page.js takes the stop away again, as it comes into view, from a table that fits).
+    page = page.replace('<div class="pst-scrollable-table-container">',
+                        '<div class="pst-scrollable-table-container" tabindex="0">')
     if "gradbook_search_page" in context:
         page = SEARCH_ACTION.sub(lambda m: m[1] + context["gradbook_search_page"] + m[2], page)
     if sizes is not None:
         page = size_images(page, pagename, sizes.size)
     return page
+
+
+def unique_script_tags(page: str) -> str:
+    """Each ``<script src>`` once: the theme's head loads the search scripts on every page but
+    ``search``, and the search template loads them again (on ``search-zh``: twice)."""
+    seen = set()
+
+    def first(match):
+        if match[1] in seen:
+            return ""
+        seen.add(match[1])
+        return match[0]
+
+    return SCRIPT_TAG.sub(first, page)
 
 
 class TemplateBridge(BuiltinTemplateLoader):
