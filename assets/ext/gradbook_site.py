@@ -34,7 +34,7 @@ import gradbook_pages
 from docutils import nodes
 from sphinx import addnodes
 
-LANGUAGES = {"en": ("English", "en"), "zh": ("中文", "zh-CN")}
+LANGUAGES = tuple(gradbook_i18n.HTML_LANG)  # the page languages; their lang codes live in gradbook_i18n
 SWITCH_TEXT = {"en": "中文版", "zh": "English version"}
 GLOSSARY = "chapters/glossary.md"
 CJK = re.compile(r"[\u4e00-\u9fff]+")
