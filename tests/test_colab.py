@@ -61,6 +61,21 @@ def _simulate(tmp_path, *notebooks):
     return run, results
 
 
+def test_one_simulation_at_a_time_per_environment(tmp_path):
+    """A second simulation in the same environment waits for the first
+    (tools/colab_sim.py: _exclusive), instead of uninstalling gradlib under it."""
+    import sys
+
+    lock = tmp_path / colab_sim.LOCK
+    probe = [sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'w');"
+             " fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)", str(lock)]
+    with colab_sim._exclusive(lock):
+        held = subprocess.run(probe, capture_output=True, text=True)
+    assert held.returncode != 0 and "BlockingIOError" in held.stderr, held
+    free = subprocess.run(probe, capture_output=True, text=True)
+    assert free.returncode == 0, free.stderr
+
+
 @pytest.fixture(scope="module")
 def colab_results(tmp_path_factory):
     run, results = _simulate(tmp_path_factory.mktemp("colab"))

@@ -20,7 +20,9 @@ import pytest
 from tools import browsercheck as bc
 from tools import sitequality as sq
 
-pytestmark = pytest.mark.site
+# One measurement (the module's `report`) serves every test: all of them on one
+# xdist worker, or each worker that ran one would measure the whole site again.
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site_quality")]
 
 PAGES = sq.pages()
 

@@ -33,6 +33,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -154,6 +155,29 @@ def run_notebook(path: Path, source: Path, *, timeout: int = 600) -> dict:
     return result
 
 
+LOCK = ".gradbook-colab-sim.lock"
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """Hold an exclusive lock on ``path`` (POSIX ``flock``) while the body runs.
+
+    Each notebook starts by uninstalling gradlib from this environment and
+    installs it again: two simulations at once in one environment would pull
+    the package from under each other's kernels (``No module named
+    'gradlib.classroom'``).  That happens when a test worker dies and its
+    simulation goes on as an orphan while the replacement starts another: the
+    second now waits for the first."""
+    import fcntl
+
+    with open(path, "w", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every page's twin")
@@ -165,7 +189,7 @@ def main(argv=None) -> int:
         print("no notebooks found", file=sys.stderr)
         return 1
     results = []
-    with tempfile.TemporaryDirectory(prefix="gradlib-src-") as tmp:
+    with _exclusive(Path(sys.prefix) / LOCK), tempfile.TemporaryDirectory(prefix="gradlib-src-") as tmp:
         source = package_copy(Path(tmp) / "gradlib-src")
         for path in paths:
             result = run_notebook(path, source, timeout=args.timeout)
