@@ -7,7 +7,8 @@
   Makefile, the pinned requirements), unpacked to ``gradbook/``; with it
   ``pip install ./gradbook`` installs gradlib and ``make lab`` opens the
   notebooks, without GitHub.
-* ``gradbook-site.zip``: the whole built site (PDF editions included), unpacked
+* ``gradbook-site.zip``: the whole built site (PDF editions and the source
+  archive included, so that the offline copy's links to them work), unpacked
   to ``gradbook-site/``, to read offline.
 
 Both archives are reproducible: the same files give the same bytes (fixed
@@ -67,7 +68,8 @@ def write_zip(target: Path, entries: Iterable[Tuple[Path, str]]) -> int:
 
 
 def write_downloads(html: Path, root: Path = ROOT) -> List[Path]:
-    """Both archives into ``html/downloads``; the site archive leaves out that folder itself."""
+    """Both archives into ``html/downloads``; the site archive holds everything
+    but itself (the source archive included: the offline pages link to it)."""
     html = Path(html)
     if not (html / "index.html").is_file():
         raise FileNotFoundError(f"{html} has no built site (index.html): run `make book`")
@@ -75,7 +77,8 @@ def write_downloads(html: Path, root: Path = ROOT) -> List[Path]:
     notebooks = folder / NOTEBOOKS
     write_zip(notebooks, ((root / f, f"{SOURCE_PREFIX}/{f}") for f in source_files(root)))
     site = folder / SITE
-    pages = [p for p in html.rglob("*") if p.is_file() and p.relative_to(html).parts[0] != FOLDER]
+    itself = {site, site.with_suffix(".zip.part")}
+    pages = [p for p in html.rglob("*") if p.is_file() and p not in itself]
     write_zip(site, ((p, f"{SITE_PREFIX}/{p.relative_to(html).as_posix()}") for p in pages))
     return [notebooks, site]
 
