@@ -39,10 +39,23 @@ help:
 	@echo "make lock       re-pin requirements/constraints.txt from the current .venv"
 	@echo "make clean      remove _build (keeps .venv)"
 
+# TensorFlow for the CPU (the `cpu` extra, package tensorflow-cpu) where it is
+# published: Linux on x86-64 and Windows.  Elsewhere (macOS on Apple silicon,
+# Linux on ARM) the `tf` extra, package tensorflow.  Intel Macs have no
+# TensorFlow the book supports (the last release for them is 2.16).
+TF_EXTRA ?= $(if $(filter Linux-x86_64 Linux-amd64,$(shell uname -s)-$(shell uname -m)),cpu,tf)
+# The pinned versions need Python 3.11.5 or newer; TensorFlow 2.21 has no
+# packages for 3.14.
+PY_RANGE := (3, 11, 5) <= sys.version_info[:3] < (3, 14)
+
 $(STAMP): pyproject.toml requirements/constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c 'import sys; sys.exit(not ($(PY_RANGE)))' || { \
+	  echo "$(VENV) runs Python $$($(BIN)/python -c 'import platform; print(platform.python_version())'):" \
+	    "the book needs Python 3.11.5 to 3.13. Remove $(VENV) and run make again with" \
+	    "PYTHON=python3.12 (or another Python in that range)." >&2; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[cpu,book,test]"
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[$(TF_EXTRA),book,test]"
 	@touch $@
 
 venv: $(STAMP)
@@ -167,7 +180,8 @@ grade: $(STAMP)
 
 lock: $(STAMP)
 	@{ sed -n '1,3p' requirements/constraints.txt; \
-	   $(BIN)/python -m pip freeze --exclude-editable | grep -iv '^gradlib'; } > requirements/constraints.txt.new
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -iv '^gradlib' \
+	   | sed 's/^tensorflow[-_]cpu==\(.*\)/&\ntensorflow==\1/'; } > requirements/constraints.txt.new
 	mv requirements/constraints.txt.new requirements/constraints.txt
 
 clean:

@@ -112,6 +112,40 @@ def test_print_shows_the_command(capsys):
     assert "-m jupyterlab" in out and "--ServerApp.port=9999" in out and "--no-browser" in out
 
 
+def test_without_exec_the_server_runs_as_a_child_with_its_arguments_whole(tmp_path):
+    """Windows' way (no exec): a path with spaces stays one argument, the
+    environment is the one given, and the server's exit code is returned."""
+    out = tmp_path / "a folder with spaces" / "argv.txt"
+    out.parent.mkdir()
+    script = "import os, sys; open(sys.argv[1], 'w').write(os.environ['GB_PROBE']); sys.exit(3)"
+    code = lab.run([sys.executable, "-c", script, str(out)], {**os.environ, "GB_PROBE": "seen"}, replace=False)
+    assert code == 3 and out.read_text() == "seen"
+
+
+@pytest.mark.parametrize("system, machine, extra", [("Linux", "x86_64", "cpu"), ("Linux", "aarch64", "tf"),
+                                                     ("Darwin", "arm64", "tf")])
+def test_make_installs_the_tensorflow_package_published_for_the_platform(tmp_path, system, machine, extra):
+    # tensorflow-cpu 2.21 has wheels for Linux x86-64 and Windows only; tensorflow for macOS on arm64 and Linux ARM too.
+    fake = tmp_path / "uname"
+    fake.write_text(f'#!/bin/sh\ncase "$1" in -s) echo {system};; -m) echo {machine};; esac\n', encoding="utf-8")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    dry = subprocess.run(["make", "-n", "-B", "venv", "VENV=" + str(tmp_path / "venv")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert f'-e ".[{extra},book,test]"' in dry, dry
+
+
+def test_make_refuses_a_python_the_pins_do_not_fit(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    old = venv / "bin" / "python"  # a Python 3.10, as far as the check can tell
+    old.write_text(f'#!/bin/sh\nexec {sys.executable} -c "import sys; sys.version_info = (3, 10, 12); exec(sys.argv[2])"'
+                   ' "$@"\n', encoding="utf-8")
+    old.chmod(0o755)
+    done = subprocess.run(["make", "-B", "venv", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "needs Python 3.11.5 to 3.13" in done.stderr, done.stderr[-500:]
+
+
 def test_make_lab_runs_this_command():
     if shutil.which("make") is None:
         pytest.fail("make is not installed")

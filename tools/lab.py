@@ -21,8 +21,11 @@ headless.  The server
 * opens a browser unless ``--no-browser`` is given or there is no display
   to open one on (Linux without ``DISPLAY``/``WAYLAND_DISPLAY``).
 
-This process is replaced by the server (``exec``), so Ctrl-C and the signals
-of whoever started it reach JupyterLab itself.
+On POSIX this process is replaced by the server (``exec``), so Ctrl-C and
+the signals of whoever started it reach JupyterLab itself.  Windows has no
+``exec`` (its ``os.execv*`` would split a path with spaces into several
+arguments): there the server runs as a child, which gets Ctrl-C from the
+console, and this process waits for it.
 
 Usage: ``python -m tools.lab [--port N] [--ip ADDRESS] [--no-browser] [--print]``.
 """
@@ -33,6 +36,7 @@ import argparse
 import importlib.util
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
@@ -114,10 +118,22 @@ def main(argv=None) -> int:
         return 2
     if not args.no_browser and not browser:
         print("no display: not opening a browser; open the address below in one", file=sys.stderr)
+    return run(cmd, environment())
+
+
+def run(cmd: List[str], env: Mapping[str, str], *, replace: bool = os.name != "nt") -> int:
+    """Run the server ``cmd``: in place of this process (``replace``, POSIX),
+    or as a child whose exit code is returned (Windows)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(cmd[0], cmd, environment())
-    return 0  # not reached: the server replaced this process
+    if replace:
+        os.execve(cmd[0], cmd, dict(env))
+    child = subprocess.Popen(cmd, env=dict(env))
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # the console sent Ctrl-C to the server too: it decides when to stop
+            continue
 
 
 if __name__ == "__main__":
