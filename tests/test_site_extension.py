@@ -76,6 +76,34 @@ def test_images_get_their_size_and_others_are_left_alone():
     assert out.count("width=") == 2  # a.png, and b.png's own
 
 
+@pytest.mark.parametrize("docname, lang", [("chapters/en/05_ste", "en"), ("chapters/zh/05_ste", "zh")])
+def test_figures_of_cell_outputs_get_a_text_in_the_page_language(docname, lang):
+    from docutils import nodes
+
+    drawn, given, prose = nodes.image(uri="a.png"), nodes.image(uri="b.png", alt="the loss"), nodes.image(uri="c.png")
+    output = nodes.container("", nodes.container("", drawn, given), classes=["cell_output"])
+    doctree = nodes.section("", output, nodes.paragraph("", "", prose))
+    gradbook_pages._output_figure_alt(None, doctree, docname)
+    assert drawn["alt"] == gradbook_pages.OUTPUT_FIGURE_ALT[lang] and given["alt"] == "the loss"
+    assert "alt" not in prose  # a figure of the prose is the author's to describe
+
+
+def test_a_chapter_pages_sidebar_keeps_its_own_language_and_the_shared_parts():
+    def part(caption, *hrefs, current=""):
+        links = "".join(f'<li class="toctree-l1"><a href="{h}">{h}</a></li>' for h in hrefs)
+        return (f'<p aria-level="2" class="caption" role="heading"><span class="caption-text">{caption}</span></p>\n'
+                f'<ul class="{current}nav bd-sidenav">{links}</ul>')
+
+    nav = "".join([part("English", "../en/index.html", "../en/01.html", current="current "),
+                   part("中文", "../zh/index.html", "../zh/01.html"), part("Reference", "../glossary.html")])
+    en = gradbook_pages.own_language_sidebar(nav, "chapters/en/01")
+    assert "../en/01.html" in en and "../glossary.html" in en and "../zh/" not in en and "中文" not in en
+    zh = gradbook_pages.own_language_sidebar(nav, "chapters/zh/01")
+    assert "../zh/01.html" in zh and "../glossary.html" in zh and "../en/" not in zh and "English" not in zh
+    for shared in ("index", "chapters/glossary", "search"):
+        assert gradbook_pages.own_language_sidebar(nav, shared) == nav
+
+
 def test_description_is_the_first_real_paragraph():
     from docutils import nodes
 

@@ -9,6 +9,7 @@ first; these tests fail (they do not skip) without a build.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import struct
 from pathlib import Path
@@ -84,6 +85,14 @@ def test_images_carry_their_size(pages, page):
             assert (int(img.get("width", 0)), int(img.get("height", 0))) == _png_size(path), img["src"]
 
 
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_no_figure_is_described_by_its_file_path(pages, page):
+    images = BeautifulSoup(pages[page], "html.parser").select("article img")
+    for img in images:
+        alt = img.get("alt", "")
+        assert alt and alt != img["src"] and "_images/" not in alt and not alt.endswith(".png"), img
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_has_a_description(pages, page):
     meta = BeautifulSoup(pages[page], "html.parser").select('meta[name="description"]')
@@ -112,6 +121,20 @@ def test_the_search_box_searches_in_the_page_language(pages, page):
     target = (HTML / page).parent / unquote(urlsplit(form["action"]).path)
     expected = "search-zh.html" if page.startswith("chapters/zh/") else "search.html"
     assert target.resolve() == (HTML / expected).resolve()
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("chapters/")])
+def test_the_sidebar_lists_the_pages_language_only(pages, page):
+    nav = BeautifulSoup(pages[page], "html.parser").select_one("nav.bd-docs-nav")
+    targets = {posixpath.normpath(posixpath.join(posixpath.dirname(page), a["href"].split("#")[0]))
+               for a in nav.select("a[href]")}
+    lang = page.split("/")[1]
+    if lang in book.languages():
+        other = {other for other in book.languages() if other != lang}
+        assert not {t for t in targets if t.split("/")[:2] in [["chapters", o] for o in other]}, targets
+        assert {book.site_path(md) for md in book.pages(lang)} - {page} <= targets  # its language's other pages
+    else:  # the glossary serves both languages
+        assert {book.site_path(md) for md in book.pages()} - {page} <= targets
 
 
 def test_the_chinese_search_page_speaks_chinese(pages):

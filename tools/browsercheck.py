@@ -535,13 +535,20 @@ def search(browser, base: str, query: str, start: str) -> Tuple[List[str], List[
 
 
 def search_problems(found: List[str], query: str, lang: str, pages: List[str]) -> List[str]:
-    """The results ``found`` by :func:`search` for ``query`` include chapter pages of ``lang`` among ``pages``."""
+    """The results ``found`` by :func:`search` for ``query`` include chapter pages of ``lang`` among
+    ``pages``, and no page of another language's chapters (each language's search keeps to its own)."""
     wanted = {p for p in pages if p.startswith(f"chapters/{lang}/")}
     if not found:
         return [f"search for {query!r} returned no results"]
+    problems = []
     if not wanted & set(found):
-        return [f"search for {query!r} returned no {lang} chapter page; results: {', '.join(dict.fromkeys(found))}"]
-    return []
+        problems.append(f"search for {query!r} returned no {lang} chapter page; results: "
+                        f"{', '.join(dict.fromkeys(found))}")
+    others = [other for other in book.languages() if other != lang]
+    foreign = [p for p in dict.fromkeys(found) if any(p.startswith(f"chapters/{other}/") for other in others)]
+    if foreign:
+        problems.append(f"the {lang} search for {query!r} returned pages of another language: {', '.join(foreign)}")
+    return problems
 
 
 # -- command line -------------------------------------------------------------

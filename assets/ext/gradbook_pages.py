@@ -10,6 +10,13 @@
 * **Sizes.**  Every ``<img>`` of the site's ``_images`` gets its ``width`` and
   ``height`` (CSS scales it down with ``height: auto``), so the browser
   reserves its box before it arrives; the fonts of the math are preloaded.
+* **Text for figures.**  A figure a code cell drew has no alternative text of
+  its own, and the HTML writer would use its file path (which a screen reader
+  reads out): it gets a sentence, in the page's language, saying it is the
+  output of the code above it, whose prose describes it.
+* **Sidebar.**  A chapter page's sidebar lists its own language's part of the
+  book (and the shared ones), not the other language's: a page's twin is one
+  click away through the language switch at its top.
 * **Head.**  Each page gets a ``<meta name="description">`` (its first
   paragraph), and its ``<title>`` shows math as text (``forward f``), not TeX.
 
@@ -146,6 +153,25 @@ SITE_DESCRIPTION = {
 }
 
 
+OUTPUT_FIGURE_ALT = {
+    "en": "Figure drawn by the code cell above",
+    "zh": "上方代码单元格绘制的图",
+}
+
+
+def _output_figure_alt(app, doctree, docname):
+    """Alternative text for the images of cell outputs that have none (see the module docstring)."""
+    alt = OUTPUT_FIGURE_ALT[gradbook_i18n.page_language(docname)]
+    for image in doctree.findall(nodes.image):
+        if image.get("alt"):
+            continue
+        parent = image.parent
+        while parent is not None and "cell_output" not in parent.get("classes", ()):
+            parent = parent.parent
+        if parent is not None:
+            image["alt"] = alt
+
+
 class ImageSizes:
     """``width``/``height`` of an image of the site, by its path in the output folder: those
     the build copies to ``_images`` at its end are read from their sources, the others in place."""
@@ -199,7 +225,7 @@ def finish_page(page: str, context: dict, sizes: Optional[ImageSizes]) -> str:
     page = gradbook_i18n.localize_page(FONT_AWESOME_JS.sub("", page), pagename)
     if pagename not in SEARCH_PAGES:
         page = SEARCH_SCRIPTS.sub("", page)
-    page = unique_script_tags(page)
+    page = own_language_sidebar(unique_script_tags(page), pagename)
     # A wide table scrolls sideways: reachable by keyboard from the start, wherever it is on the page
     # (gradbook-page.js takes the stop away again, as it comes into view, from a table that fits).
     page = page.replace('<div class="pst-scrollable-table-container">',
@@ -209,6 +235,28 @@ def finish_page(page: str, context: dict, sizes: Optional[ImageSizes]) -> str:
     if sizes is not None:
         page = size_images(page, pagename, sizes.size)
     return page
+
+
+SIDEBAR_PART = re.compile(r'\s*<p aria-level="2" class="caption" role="heading">(?:(?!</p>).)*</p>\s*'
+                          r'<ul class="[^"]*\bbd-sidenav\b[^"]*">(?:(?!<ul).)*?</ul>', re.S)
+HREF = re.compile(r'href="([^"#?]+)')
+
+
+def own_language_sidebar(page: str, pagename: str) -> str:
+    """On a chapter page (``chapters/<lang>/...``), drop the sidebar parts whose every link
+    leads to another language's chapters (see the module docstring)."""
+    parts = pagename.split("/")
+    if len(parts) < 3 or parts[0] != "chapters" or parts[1] not in gradbook_i18n.HTML_LANG:
+        return page
+    folder = posixpath.dirname(pagename)
+    others = [lang for lang in gradbook_i18n.HTML_LANG if lang != parts[1]]
+
+    def other(match):
+        targets = [posixpath.normpath(posixpath.join(folder, href)) for href in HREF.findall(match[0])]
+        foreign = targets and all(any(t.startswith(f"chapters/{lang}/") for lang in others) for t in targets)
+        return "" if foreign else match[0]
+
+    return SIDEBAR_PART.sub(other, page)
 
 
 def unique_script_tags(page: str) -> str:
@@ -242,5 +290,6 @@ def _use_bridge(app, config):
 
 def setup(app):
     app.connect("config-inited", _use_bridge)
+    app.connect("doctree-resolved", _output_figure_alt)
     # After the themes' handlers (500) and the language's (900): the body and the script list are final.
     app.connect("html-page-context", _page_context, priority=950)

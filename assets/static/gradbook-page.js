@@ -61,3 +61,35 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
+
+/* gradbook: each language's search finds the pages of its language.
+ *
+ * The site is one Sphinx project with one search index: the English search
+ * page would list the Chinese chapters too, and the Chinese one
+ * (search-zh.html) the English chapters.  Sphinx's search (searchtools.js)
+ * collects its results in Search._performSearch; on a search page this keeps
+ * those whose page is not in the other language's folder (the shared pages,
+ * such as the glossary, stay in both).  The count Sphinx reports is of the
+ * kept results.
+ */
+(function () {
+  "use strict";
+  var OTHER = document.documentElement.lang.indexOf("zh") === 0 ? "chapters/en/" : "chapters/zh/";
+
+  function wrap() {
+    // searchtools.js declares `const Search` at the top level: a global binding, not a property of window.
+    if (typeof Search === "undefined" || !Search._performSearch || Search._gradbookLanguage) return;
+    var perform = Search._performSearch;
+    Search._performSearch = function () {
+      return perform.apply(this, arguments).filter(function (result) {
+        return String(result[0]).indexOf(OTHER) !== 0;  // result: [docname, title, anchor, excerpt, score, file]
+      });
+    };
+    Search._gradbookLanguage = true;
+  }
+
+  // Before Search.init runs the query of the address (its DOMContentLoaded listener comes after this one
+  // when searchtools.js loads after this script); at once when it loaded before.
+  wrap();
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wrap);
+})();
