@@ -139,6 +139,26 @@ def test_an_older_report_without_the_new_keys_still_renders():
     assert benchmarks.quantizer_goal(RESULTS) is None
 
 
+SITE = {
+    "site_quality": {"chapters/en/05_ste.html": {
+        "performance": 97, "accessibility": 100, "best-practices": 100, "seo": 100, "cls": 0.0004, "tbt_ms": 63,
+        "bytes": 1_953_524, "axe": {"moderate": 3, "serious": 1, "critical": 1}, "lighthouse": "12.2.3"}},
+    "site_targets": {"performance": 95, "accessibility": 100, "best-practices": 100, "seo": 95, "cls": 0.02},
+    "site_date": "2026-11-28T08:00:00+00:00",
+}
+
+
+def test_the_site_table_shows_each_pages_scores_and_axe_count_in_both_languages():
+    en, zh = (benchmarks.report({**RESULTS, **SITE}, lang=lang).data for lang in ("en", "zh"))
+    assert numbers(en) == numbers(zh)
+    row = "| `chapters/en/05_ste.html` | 97 | 100 | 100 | 100 | 0.000 | 63 | 2 |"  # axe: serious + critical only
+    assert row in en and row in zh
+    assert "Lighthouse 12.2.3 (desktop, no throttling; 2026-11-28T08:00:00+00:00)" in en
+    assert "performance ≥ 95" in en and "layout shift ≤ 0.02" in en and "性能 ≥ 95" in zh
+    assert "| page | performance | accessibility | best practices | SEO | layout shift |" in en
+    assert "Lighthouse" not in benchmarks.report(RESULTS, lang="en").data  # an older report: no table
+
+
 def test_a_report_without_larq_says_why():
     results = {**NEW, "larq": {"available": False, "reason": "larq is not installed in /x"}}
     en, zh = (benchmarks.report(results, lang=lang).data for lang in ("en", "zh"))

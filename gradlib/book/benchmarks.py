@@ -81,6 +81,20 @@ TEXT = {
     "kb": {"en": "kB", "zh": "kB"},
     "files": {"en": "files", "zh": "文件数"},
     "x_budget": {"en": "× budget", "zh": "× 预算"},
+    "site_intro": {
+        "en": "Each page of the site in Lighthouse {version} (desktop, no throttling; {date}) and axe-core "
+              "(light and dark mode). Targets: performance ≥ {performance}, accessibility and best practices "
+              "{accessibility}, SEO ≥ {seo}, layout shift ≤ {cls}, no serious or critical axe violation:",
+        "zh": "网站每个页面在 Lighthouse {version}（桌面模式，不限速；{date}）和 axe-core（浅色与深色模式）中的结果。"
+              "目标：性能 ≥ {performance}，无障碍与最佳实践 {accessibility}，SEO ≥ {seo}，布局偏移 ≤ {cls}，"
+              "axe 没有严重（serious）或致命（critical）的违规："},
+    "performance": {"en": "performance", "zh": "性能"},
+    "accessibility": {"en": "accessibility", "zh": "无障碍"},
+    "best-practices": {"en": "best practices", "zh": "最佳实践"},
+    "seo": {"en": "SEO", "zh": "SEO"},
+    "cls": {"en": "layout shift", "zh": "布局偏移"},
+    "tbt": {"en": "blocking ms", "zh": "阻塞毫秒"},
+    "axe_blocking": {"en": "axe serious + critical", "zh": "axe 严重 + 致命"},
     "environment": {"en": "Measured {date} · Python {python} · TensorFlow {tensorflow}",
                     "zh": "测量于 {date} · Python {python} · TensorFlow {tensorflow}"},
     "ops_date": {"en": " (op, layer and larq timings: {date})", "zh": "（运算、层与 larq 的计时：{date}）"},
@@ -320,7 +334,8 @@ def _larq_tables(results: dict, lang: str) -> list:
 
 def detail_tables(results: dict, lang: str = "en") -> str:
     """Ops (in every mode measured), the layer step, larq, explorer latency,
-    experiments and page weights (those present; older reports lack some)."""
+    experiments, page weights and each page's Lighthouse and axe figures
+    (those present; older reports lack some)."""
     _t("op", lang)  # checks `lang`
     lines = _op_tables(results, lang) + _layer_table(results, lang) + _larq_tables(results, lang)
     latency = results.get("explorer_latency")
@@ -339,7 +354,26 @@ def detail_tables(results: dict, lang: str = "en") -> str:
         lines += _table([_t(k, lang) for k in ("page", "kb", "files", "x_budget")],
                         [(f"`{page}`", f"{w['bytes'] / 1e3:.1f}", str(w["files"]), f"{w['bytes'] / budget:.2f}×")
                          for page, w in weights.items()])
+    lines += _site_table(results, lang)
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+#: the Lighthouse categories of a page's entry in ``site_quality``, in the table's order
+SITE_SCORES = ("performance", "accessibility", "best-practices", "seo")
+
+
+def _site_table(results: dict, lang: str) -> list:
+    """Lighthouse's scores and axe's serious + critical count per page (``make bench``'s
+    ``site_quality``, from ``tools/sitequality.py``), or nothing for an older report."""
+    quality, targets = results.get("site_quality") or {}, results.get("site_targets") or {}
+    if not quality or not targets:
+        return []
+    version = next(iter(quality.values())).get("lighthouse", "?")
+    lines = ["", _t("site_intro", lang, version=version, date=results.get("site_date", "?"), **targets), ""]
+    rows = [(f"`{page}`", *(str(q[key]) for key in SITE_SCORES), f"{q['cls']:.3f}", str(q["tbt_ms"]),
+             str(sum(q["axe"].get(impact, 0) for impact in ("serious", "critical"))))
+            for page, q in quality.items()]
+    return lines + _table([_t(k, lang) for k in ("page", *SITE_SCORES, "cls", "tbt", "axe_blocking")], rows)
 
 
 def report(results: Optional[dict] = None, lang: str = "en"):
