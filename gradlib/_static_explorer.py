@@ -23,16 +23,30 @@ from . import _explorer_format as fmt
 from ._explorer_format import HEIGHT, PANELS, SIGNIFICANT, WIDTH
 
 GREEK = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "lambda": "λ",
-    "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "phi": "φ", "omega": "ω", "partial": "∂",
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
+    "eta": "η", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π", "rho": "ρ",
+    "sigma": "σ", "tau": "τ", "theta": "θ", "phi": "φ", "psi": "ψ", "omega": "ω", "partial": "∂",
+    "nabla": "∇", "ell": "ℓ", "star": "⋆", "cdot": "·", "times": "×", "le": "≤", "ge": "≥", "infty": "∞",
 }
+#: TeX commands that only choose a font or add space: their argument stays, as plain text
+FONT_COMMANDS = ("mathrm", "mathit", "mathbf", "text", "operatorname", "mathsf", "mathtt")
+SPACES = {r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\ ": " ", r"\quad": " ", "~": " "}
+SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 # The curve explorer's panel titles as the page has always written them.
 PLAIN_TITLES = {r"$y = f(x)$": "y = f(x)", r"$\partial y / \partial x$": "∂y/∂x"}
 
 def plain_label(label: str) -> str:
-    """A TeX-ish label such as ``r"$\\beta$"`` as plain Unicode text (``β``)."""
-    text = re.sub(r"\\([A-Za-z]+)", lambda m: GREEK.get(m[1], m[1]), str(label))
-    return text.replace("$", "").replace("{", "").replace("}", "").replace("\\", "")
+    """A TeX-ish label such as ``r"$\\beta$"`` as plain Unicode text (``β``): Greek letters and a
+    few symbols as characters, font commands dropped (``\\mathrm{epoch}`` is ``epoch``), TeX spaces
+    as spaces, numeric subscripts as subscript digits (``\\log_{10}`` is ``log₁₀``)."""
+    text = str(label).replace("$", "")
+    for tex, space in SPACES.items():
+        text = text.replace(tex, space)
+    text = re.sub(r"\\(?:%s)\s*\{([^{}]*)\}" % "|".join(FONT_COMMANDS), r"\1", text)
+    text = re.sub(r"_\{?([0-9]+)\}?", lambda m: m[1].translate(SUBSCRIPT), text)
+    text = re.sub(r"\\([A-Za-z]+)\s?", lambda m: GREEK.get(m[1], m[1]), text)
+    text = text.replace("{", "").replace("}", "").replace("\\", "")
+    return re.sub(r"\s+", " ", text).strip()
 
 
 def _round(values: np.ndarray) -> List:

@@ -231,3 +231,34 @@ def test_search_checks_the_language(browser, server, searches):
     problems = bc.search_problems(found, "梯度", "en", PAGES)  # Chinese results, taken for an English search
     assert problems and "no en chapter page" in problems[0] and "another language" in problems[-1], problems
     assert bc.search_problems([], "梯度", "zh", PAGES) == ["search for '梯度' returned no results"]
+
+
+EQUATION_BOXES_JS = """() => [...document.querySelectorAll('div.math > .katex-display')].map(box => {
+  box.scrollLeft = 0;
+  const r = box.parentElement.getBoundingClientRect();  // div.math, which hides what overflows it
+  const glyphs = [...box.querySelectorAll('.katex-html .katex-base, .katex-html .base')].map(b => b.getBoundingClientRect());
+  const left = Math.min(...glyphs.map(g => g.left)), right = Math.max(...glyphs.map(g => g.right));
+  return {text: box.textContent.slice(0, 40), clipped: left < r.left - 1, overflows: box.scrollWidth > box.clientWidth,
+          stop: box.tabIndex === 0, offCentre: Math.abs((left - r.left) - (r.right - right))};
+})"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize("path", [p for p in PAGES if p.rsplit("/", 1)[1] in ("02_stop_gradient.html", "06_dann.html")])
+def test_display_equations_are_centred_and_never_lose_their_left_part(browser, server, path, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(server + path, wait_until="load")
+        page.evaluate("() => new Promise(done => { let y = 0; const t = setInterval(() => { window.scrollBy(0, 600);"
+                      " y += 600; if (y > document.body.scrollHeight) { clearInterval(t); done(); } }, 20); })")
+        page.wait_for_timeout(300)
+        boxes = page.evaluate(EQUATION_BOXES_JS)
+    finally:
+        page.close()
+    assert boxes, f"{path} has no display equation"
+    for box in boxes:
+        assert not box["clipped"], box  # the start of the formula is on screen, or scrolled to
+        if box["overflows"]:
+            assert box["stop"], box  # a wide formula scrolls, by keyboard too
+        else:
+            assert box["offCentre"] <= 2, box  # centred, as MathJax centres it

@@ -39,6 +39,13 @@ def test_katex_refuses_what_it_cannot_typeset(katex):
     assert "katex" in katex.render("y", False)  # the process survives an error
 
 
+def test_the_indicator_is_drawn_bold_and_other_blackboard_digits_fail(katex):
+    assert "mathbf" in katex.render(r"\mathbb{1}\{x > 0\}", display=False)  # not a plain upright 1
+    assert "mathbb" in katex.render(r"\mathbb{R}", display=False)
+    with pytest.raises(gradbook_math.KaTeXError, match="double-struck"):
+        katex.render(r"\mathbb{2}", display=False)
+
+
 def test_display_tex_follows_sphinx_mathjax_layout():
     assert gradbook_math.display_tex("a = b") == "a = b"
     assert gradbook_math.display_tex(r"a \\ b") == r"\begin{split}a \\ b\end{split}"

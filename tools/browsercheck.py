@@ -528,6 +528,18 @@ def search(browser, base: str, query: str, start: str) -> Tuple[List[str], List[
         hrefs = page.eval_on_selector_all(
             "#search-results ul.search li a[href]", "links => links.map(a => a.href)"
         )
+        # Each result's excerpt arrives after its page is fetched; a formula in it reads once, as text.
+        try:
+            page.wait_for_function(
+                "() => { const items = document.querySelectorAll('#search-results ul.search li');"
+                " return [...items].every(li => li.querySelector('p.context')); }", timeout=10_000)
+        except Exception:  # noqa: BLE001
+            pass  # a page whose text has no match gets no excerpt: check those that came
+        excerpts = page.eval_on_selector_all("#search-results ul.search li p.context",
+                                             "ps => ps.map(p => p.textContent)")
+        tex = sorted({m for text in excerpts for m in re.findall(r"\\[A-Za-z]+", text)})
+        if tex:
+            problems.append(f"search for {query!r}: excerpts show TeX ({', '.join(tex[:5])}): formulas are not text")
         home = urlsplit(base).path
         paths = [unquote(urlsplit(href).path).removeprefix(home) for href in hrefs]
         problems += console_problems(visit) + outside_problems(visit)

@@ -141,11 +141,16 @@ pre, .highlight pre, .output pre, .cell_output pre {
   white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; overflow: visible !important;
   max-height: none !important; font-size: 8.5pt;
 }
-.cell_output, .output, div.highlight, .pst-scrollable-table-container, .table-wrapper, .math-wrapper, div.math {
+.cell_output, .output, div.highlight, .pst-scrollable-table-container, .table-wrapper, .math-wrapper, div.math,
+.katex-display {
   overflow: visible !important; max-height: none !important;
 }
 table { max-width: 100%%; font-size: 85%%; }
-td, th { overflow-wrap: anywhere; }
+td, th { overflow-wrap: anywhere; }  /* a wide table must fit the page: words may break */
+/* An equation or a short code cell is never split by a page break; the frame of a
+   cell goes with its code (a long one still breaks, where it must). */
+.katex-display, div.math { break-inside: avoid; }
+div.cell_input, div.cell_input div.highlight, div.cell_output { break-inside: avoid; }
 img { max-width: 100%% !important; height: auto !important; break-inside: avoid; }
 h1, h2, h3, h4, p.admonition-title { break-after: avoid; }
 .gradbook-explorer, figure, .cell_output img, .admonition-title + * { break-inside: avoid; }

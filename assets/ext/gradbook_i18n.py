@@ -21,6 +21,7 @@ in :data:`TEXT`.
 from __future__ import annotations
 
 import gettext
+import re
 import shutil
 from pathlib import Path
 from typing import Dict, Optional, Tuple
@@ -176,13 +177,17 @@ def localize_context(pagename: str, context: dict) -> None:
         context["script_files"] = scripts
 
 
+SEARCH_LINK = re.compile(r'(<link rel="search"[^>]*href="[^"]*?)search\.html"')
+
+
 def localize_page(page: str, pagename: str) -> str:
-    """A rendered page with the themes' literal labels (:data:`LITERALS`) in the page's language."""
+    """A rendered page with the themes' literal labels (:data:`LITERALS`) in the page's language,
+    and its head's search link to its language's search page."""
     if page_language(pagename) != ZH:
         return page
     for english, chinese in LITERALS.items():
         page = page.replace(english, chinese)
-    return page
+    return SEARCH_LINK.sub(lambda m: f'{m[1]}{ZH_SEARCH}.html"', page)
 
 
 def search_page(pagename: str) -> str:
@@ -195,7 +200,9 @@ def _page_context(app, pagename, templatename, context, doctree):
         return
     catalogs.use(app, page_language(pagename))
     localize_context(pagename, context)
-    if pagename == ZH_SEARCH:  # Sphinx's Chinese messages for the results (a zh_CN build's translations.js)
+    # Sphinx's Chinese messages (a zh_CN build's translations.js): the search page's results, and
+    # the "Hide Search Matches" button a page shows when opened from a search result.
+    if page_language(pagename) == ZH:
         context["script_files"] = [*context["script_files"], _JavaScript(ZH_TRANSLATIONS_JS)]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,6 +57,7 @@ class KaTeX:
 
     def render(self, tex: str, display: bool) -> str:
         key = (tex, display)
+        tex = katex_tex(tex)
         if key not in self.cache:
             if self.process is None or self.process.poll() is not None:
                 self.process = self._start()
@@ -69,6 +71,27 @@ class KaTeX:
                 raise KaTeXError(tex, answer["error"])
             self.cache[key] = answer["html"]
         return self.cache[key]
+
+
+# KaTeX's double-struck font has capitals (and k) only: it draws \mathbb{1} as a
+# plain upright 1, silently (strict mode does not catch it), where MathJax (on
+# Colab) draws the indicator 𝟙.  The indicator is written \mathbb{1} in the
+# sources and drawn in bold here, a usual form of it; any other digit or
+# lowercase letter in \mathbb fails the build.
+BLACKBOARD = re.compile(r"\\mathbb\s*\{\s*([^{}]*?)\s*\}")
+BLACKBOARD_AS = {"1": r"\mathbf{1}"}
+
+
+def katex_tex(tex: str) -> str:
+    """``tex`` in a form KaTeX draws as MathJax does (see :data:`BLACKBOARD`)."""
+    def blackboard(match):
+        if match[1] in BLACKBOARD_AS:
+            return BLACKBOARD_AS[match[1]]
+        if any(c.isdigit() or (c.islower() and c != "k") for c in match[1]):
+            raise KaTeXError(tex, f"KaTeX has no double-struck {match[1]!r} (it would draw it upright)")
+        return match[0]
+
+    return BLACKBOARD.sub(blackboard, tex)
 
 
 class KaTeXError(ExtensionError):

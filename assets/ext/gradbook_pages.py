@@ -124,6 +124,27 @@ def _page_context(app, pagename, templatename, context, doctree):
                            + gradbook_math.font_preloads(pathto))
     context["gradbook_search_page"] = pathto(gradbook_i18n.search_page(pagename))
     add_book_downloads(context.get("header_buttons", []), lang, pathto)
+    for key in ("prev", "next"):
+        if context.get(key) and not same_language_link(pagename, context[key].get("link", "")):
+            context[key] = None
+    if "rellinks" in context:  # the head's <link rel="prev/next">: docnames, not links
+        context["rellinks"] = [r for r in context["rellinks"] if r[2] not in ("P", "N") or pagename == "index"
+                               or _folder_language(r[0]) == _folder_language(pagename)]
+
+
+def _folder_language(pagename: str) -> Optional[str]:
+    parts = pagename.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "chapters" and parts[1] in gradbook_i18n.HTML_LANG else None
+
+
+def same_language_link(pagename: str, link: str) -> bool:
+    """Whether the previous/next link ``link`` (relative to ``pagename``) stays in the page's
+    language: a chapter page's leads to a page of its own language's folder, a shared page's
+    (the glossary) into no language's folder.  The book's home page leads anywhere."""
+    if pagename == "index":
+        return True
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(pagename), link.split("#")[0]))
+    return _folder_language(target.removesuffix(".html")) == _folder_language(pagename)
 
 
 # The whole-book downloads (make book writes them after the Sphinx build: tools/pdf.py,

@@ -25,7 +25,7 @@
     return code.indexOf("scrollWidth") >= 0 && code.indexOf("pst-scrollable-table-container") >= 0;
   }
   var SCROLLABLE = ["pre", ".cell_output > .output", ".jp-RenderedHTMLCommon",
-                    ".pst-scrollable-table-container"].join(", ");
+                    ".pst-scrollable-table-container", "div.math > .katex-display"].join(", ");
 
   var add = window.addEventListener;
   window.addEventListener = function (type, listener, options) {
@@ -34,7 +34,9 @@
   };
 
   function update(el) {
-    el.tabIndex = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight ? 0 : -1;
+    // An equation scrolls sideways only (its glyphs may reach a pixel past its box's height).
+    var tall = !el.classList.contains("katex-display") && el.scrollHeight > el.clientHeight;
+    el.tabIndex = el.scrollWidth > el.clientWidth || tall ? 0 : -1;
   }
 
   function init() {
@@ -85,6 +87,18 @@
         return String(result[0]).indexOf(OTHER) !== 0;  // result: [docname, title, anchor, excerpt, score, file]
       });
     };
+    // A result's excerpt is the text of its page: without KaTeX's HTML and TeX
+    // (the MathML's text remains, so a formula reads once: "λ", not "λ\lambdaλ")
+    // and without the page's own contents list.
+    var toText = Search.htmlToText;
+    if (toText) {
+      Search.htmlToText = function (htmlString, anchor) {
+        var doc = new DOMParser().parseFromString(htmlString, "text/html");
+        doc.querySelectorAll(".katex-html, annotation, .bd-sidebar-secondary, .bd-toc")
+          .forEach(function (el) { el.remove(); });
+        return toText.call(this, doc.documentElement.outerHTML, anchor);
+      };
+    }
     Search._gradbookLanguage = true;
   }
 
@@ -92,4 +106,20 @@
   // when searchtools.js loads after this script); at once when it loaded before.
   wrap();
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wrap);
+})();
+
+/* gradbook: the dropdown buttons of sphinx-togglebutton are named in English
+ * by its script ("Toggle hidden content"), which runs in the page: on a
+ * Chinese page they are renamed once it has made them. */
+(function () {
+  "use strict";
+  if (document.documentElement.lang.indexOf("zh") !== 0) return;
+  var NAMES = { "Toggle hidden content": "显示或隐藏内容" };
+  function rename() {
+    document.querySelectorAll("button[aria-label]").forEach(function (button) {
+      var name = NAMES[button.getAttribute("aria-label")];
+      if (name) button.setAttribute("aria-label", name);
+    });
+  }
+  window.addEventListener("load", rename);
 })();
