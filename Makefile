@@ -33,7 +33,7 @@ help:
 	@echo "make pdf        print the PDF editions to _build/pdf (and into the site, _build/html/pdf)"
 	@echo "make lab        open the chapters as notebooks in JupyterLab [LAB_PORT=8888] [LAB_ARGS=--no-browser]"
 	@echo "make bench      time builds and chapters against the import floor, the ops (eager, tf.function, XLA), a quantized layer and larq"
-	@echo "make notebooks  regenerate the .ipynb twins of chapters/*/*.md"
+	@echo "make notebooks  regenerate the .ipynb twins of chapters/*/*.md (discards edits made in them)"
 	@echo "make student    write the student edition (no solutions) to _build/student"
 	@echo "make grade SUBMISSIONS='hw/*.ipynb' [OUT=grades.csv] [JOBS=2]  run and grade students' notebooks"
 	@echo "make lock       re-pin requirements/constraints.txt from the current .venv"
