@@ -30,7 +30,7 @@ GREEK = {
 }
 #: TeX commands that only choose a font or add space: their argument stays, as plain text
 FONT_COMMANDS = ("mathrm", "mathit", "mathbf", "text", "operatorname", "mathsf", "mathtt")
-SPACES = {r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\ ": " ", r"\quad": " ", "~": " "}
+SPACES = {r"\|": "‖", r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\ ": " ", r"\quad": " ", "~": " "}
 SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 # The curve explorer's panel titles as the page has always written them.
 PLAIN_TITLES = {r"$y = f(x)$": "y = f(x)", r"$\partial y / \partial x$": "∂y/∂x"}

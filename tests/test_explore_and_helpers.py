@@ -89,7 +89,7 @@ def test_non_finite_values_become_gaps_and_labels_become_plain_text():
     # the labels of chapters 7 to 9: no TeX left in the visible text or the accessible name
     for tex, text in [(r"$\mathrm{epoch}$", "epoch"), (r"$\eta$", "η"),
                       (r"$\log_{10}\,\mathrm{std}(h_l)$", "log₁₀ std(h_l)"),
-                      (r"$\log_{10}\,|\partial \ell/\partial h_l|$", "log₁₀ |∂ℓ/∂h_l|"),
+                      (r"$\log_{10}\,\|\partial \ell/\partial h_l\|$", "log₁₀ ‖∂ℓ/∂h_l‖"),
                       (r"$\log_{10}|dz_k/da - dz^\star/da|$", "log₁₀|dz_k/da - dz^⋆/da|")]:
         assert _static_explorer.plain_label(tex) == text, tex
 

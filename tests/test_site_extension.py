@@ -42,6 +42,7 @@ def test_katex_refuses_what_it_cannot_typeset(katex):
 def test_the_indicator_is_drawn_bold_and_other_blackboard_digits_fail(katex):
     assert "mathbf" in katex.render(r"\mathbb{1}\{x > 0\}", display=False)  # not a plain upright 1
     assert "mathbb" in katex.render(r"\mathbb{R}", display=False)
+    assert "mathbf" in katex.render(r"\mathbb 1_{x > 0}", display=False)  # without braces too
     with pytest.raises(gradbook_math.KaTeXError, match="double-struck"):
         katex.render(r"\mathbb{2}", display=False)
 

@@ -78,17 +78,18 @@ class KaTeX:
 # Colab) draws the indicator 𝟙.  The indicator is written \mathbb{1} in the
 # sources and drawn in bold here, a usual form of it; any other digit or
 # lowercase letter in \mathbb fails the build.
-BLACKBOARD = re.compile(r"\\mathbb\s*\{\s*([^{}]*?)\s*\}")
+BLACKBOARD = re.compile(r"\\mathbb\s*(?:\{\s*([^{}]*?)\s*\}|([0-9A-Za-z]))")
 BLACKBOARD_AS = {"1": r"\mathbf{1}"}
 
 
 def katex_tex(tex: str) -> str:
     """``tex`` in a form KaTeX draws as MathJax does (see :data:`BLACKBOARD`)."""
     def blackboard(match):
-        if match[1] in BLACKBOARD_AS:
-            return BLACKBOARD_AS[match[1]]
-        if any(c.isdigit() or (c.islower() and c != "k") for c in match[1]):
-            raise KaTeXError(tex, f"KaTeX has no double-struck {match[1]!r} (it would draw it upright)")
+        letters = match[1] if match[1] is not None else match[2]  # \mathbb{1} or \mathbb 1
+        if letters in BLACKBOARD_AS:
+            return BLACKBOARD_AS[letters]
+        if any(c.isdigit() or (c.islower() and c != "k") for c in letters):
+            raise KaTeXError(tex, f"KaTeX has no double-struck {letters!r} (it would draw it upright)")
         return match[0]
 
     return BLACKBOARD.sub(blackboard, tex)

@@ -94,7 +94,7 @@
     if (toText) {
       Search.htmlToText = function (htmlString, anchor) {
         var doc = new DOMParser().parseFromString(htmlString, "text/html");
-        doc.querySelectorAll(".katex-html, annotation, .bd-sidebar-secondary, .bd-toc")
+        doc.querySelectorAll(".katex-html, annotation, .bd-sidebar-secondary, .bd-toc, .onlyprint, .bd-header-article")
           .forEach(function (el) { el.remove(); });
         return toText.call(this, doc.documentElement.outerHTML, anchor);
       };

@@ -83,10 +83,11 @@ TEXT = {
     "x_budget": {"en": "× budget", "zh": "× 预算"},
     "site_intro": {
         "en": "Each page of the site in Lighthouse {version} (desktop, no throttling; {date}) and axe-core "
-              "(light and dark mode). Targets: performance ≥ {performance}, accessibility and best practices "
-              "{accessibility}, SEO ≥ {seo}, layout shift ≤ {cls}, no serious or critical axe violation:",
+              "(light and dark mode). Targets: performance ≥ {performance}, accessibility {accessibility}, "
+              "best practices {best_practices}, SEO ≥ {seo}, layout shift ≤ {cls}, no serious or critical axe "
+              "violation:",
         "zh": "网站每个页面在 Lighthouse {version}（桌面模式，不限速；{date}）和 axe-core（浅色与深色模式）中的结果。"
-              "目标：性能 ≥ {performance}，无障碍与最佳实践 {accessibility}，SEO ≥ {seo}，布局偏移 ≤ {cls}，"
+              "目标：性能 ≥ {performance}，无障碍 {accessibility}，最佳实践 {best_practices}，SEO ≥ {seo}，布局偏移 ≤ {cls}，"
               "axe 没有严重（serious）或致命（critical）的违规："},
     "performance": {"en": "performance", "zh": "性能"},
     "accessibility": {"en": "accessibility", "zh": "无障碍"},
@@ -362,6 +363,10 @@ def detail_tables(results: dict, lang: str = "en") -> str:
 SITE_SCORES = ("performance", "accessibility", "best-practices", "seo")
 
 
+def _num3(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def _site_table(results: dict, lang: str) -> list:
     """Lighthouse's scores and axe's serious + critical count per page (``make bench``'s
     ``site_quality``, from ``tools/sitequality.py``), or nothing for an older report."""
@@ -369,9 +374,10 @@ def _site_table(results: dict, lang: str) -> list:
     if not quality or not targets:
         return []
     version = next(iter(quality.values())).get("lighthouse", "?")
+    targets = {key.replace("-", "_"): value for key, value in targets.items()}
     lines = ["", _t("site_intro", lang, version=version, date=results.get("site_date", "?"), **targets), ""]
-    rows = [(f"`{page}`", *(str(q[key]) for key in SITE_SCORES), f"{q['cls']:.3f}", str(q["tbt_ms"]),
-             str(sum(q["axe"].get(impact, 0) for impact in ("serious", "critical"))))
+    rows = [(f"`{page}`", *(str(q.get(key, "—")) for key in SITE_SCORES), _num3(q.get("cls")), str(q.get("tbt_ms", "—")),
+             str(sum((q.get("axe") or {}).get(impact, 0) for impact in ("serious", "critical"))))
             for page, q in quality.items()]
     return lines + _table([_t(k, lang) for k in ("page", *SITE_SCORES, "cls", "tbt", "axe_blocking")], rows)
 
