@@ -157,7 +157,7 @@ def test_the_site_table_shows_each_pages_scores_and_axe_count_in_both_languages(
     assert "performance ≥ 95" in en and "layout shift ≤ 0.02" in en and "性能 ≥ 95" in zh
     assert "| page | performance | accessibility | best practices | SEO | layout shift |" in en
     assert "Lighthouse" not in benchmarks.report(RESULTS, lang="en").data  # an older report: no table
-    unmeasured = {**SITE, "site_quality": {"index.html": {"performance": 99, "cls": None}}}  # Lighthouse gave no CLS
+    unmeasured = {**SITE, "site_quality": {"index.html": {"performance": 99, "seo": None, "cls": None}}}  # Lighthouse gave no CLS
     assert "| `index.html` | 99 | — | — | — | — | — | 0 |" in benchmarks.report({**RESULTS, **unmeasured}).data
 
 

@@ -367,6 +367,10 @@ def _num3(value) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def _text(value) -> str:
+    return "—" if value is None else str(value)  # Lighthouse gives None for a score it could not compute
+
+
 def _site_table(results: dict, lang: str) -> list:
     """Lighthouse's scores and axe's serious + critical count per page (``make bench``'s
     ``site_quality``, from ``tools/sitequality.py``), or nothing for an older report."""
@@ -376,7 +380,7 @@ def _site_table(results: dict, lang: str) -> list:
     version = next(iter(quality.values())).get("lighthouse", "?")
     targets = {key.replace("-", "_"): value for key, value in targets.items()}
     lines = ["", _t("site_intro", lang, version=version, date=results.get("site_date", "?"), **targets), ""]
-    rows = [(f"`{page}`", *(str(q.get(key, "—")) for key in SITE_SCORES), _num3(q.get("cls")), str(q.get("tbt_ms", "—")),
+    rows = [(f"`{page}`", *(_text(q.get(key)) for key in SITE_SCORES), _num3(q.get("cls")), _text(q.get("tbt_ms")),
              str(sum((q.get("axe") or {}).get(impact, 0) for impact in ("serious", "critical"))))
             for page, q in quality.items()]
     return lines + _table([_t(k, lang) for k in ("page", *SITE_SCORES, "cls", "tbt", "axe_blocking")], rows)
