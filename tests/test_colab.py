@@ -95,6 +95,7 @@ def test_notebook_runs_as_on_colab(colab_results, notebook, record_property):
 
 
 @pytest.mark.colab
+@pytest.mark.xdist_group("colab")  # the same environment as the whole run: after it, not waiting for its lock
 def test_simulation_fails_a_notebook_without_the_install_cell(tmp_path):
     source = ROOT / "chapters" / "en" / "index.ipynb"
     nb = nbformat.read(source, as_version=4)
