@@ -262,3 +262,43 @@ def test_display_equations_are_centred_and_never_lose_their_left_part(browser, s
             assert box["stop"], box  # a wide formula scrolls, by keyboard too
         else:
             assert box["offCentre"] <= 2, box  # centred, as MathJax centres it
+
+
+# An output block filling its cell, with a focus-sized outline drawn around it: which of
+# the outline's four sides are painted (a side missing means the page clips focus rings).
+OUTLINE_SIDES_JS = """async () => {
+  const block = [...document.querySelectorAll('.bd-article div.cell > .cell_output > .output')]
+    .find(el => el.closest('div.cell').getBoundingClientRect().height > 60);
+  block.scrollIntoView({block: 'center'});
+  block.style.outline = '5px solid rgb(255, 0, 0)';
+  block.style.outlineOffset = '0px';
+  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const r = block.getBoundingClientRect();
+  return [r.left, r.top, r.right, r.bottom];
+}"""
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if p.endswith("02_stop_gradient.html")])
+def test_a_focus_outline_at_the_edge_of_a_cell_is_painted_whole(browser, server, path):
+    # The site skips rendering off-screen sections and cells (content-visibility, gradbook.css),
+    # which clips their painting to the box unless overflow-clip-margin leaves room.
+    import io
+
+    from PIL import Image
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(server + path, wait_until="load")
+        left, top, right, bottom = (round(v) for v in page.evaluate(OUTLINE_SIDES_JS))
+        image = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    finally:
+        page.close()
+
+    def red(x, y):
+        r, g, b = image.getpixel((x, y))
+        return r > 200 and g < 60 and b < 60
+
+    mid_x, mid_y = (left + right) // 2, (top + bottom) // 2
+    sides = {"top": red(mid_x, top - 3), "bottom": red(mid_x, bottom + 2),
+             "left": red(left - 3, mid_y), "right": red(right + 2, mid_y)}
+    assert all(sides.values()), sides
