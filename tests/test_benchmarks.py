@@ -144,7 +144,7 @@ SITE = {
         "performance": 97, "accessibility": 100, "best-practices": 100, "seo": 100, "cls": 0.0004, "tbt_ms": 63,
         "bytes": 1_953_524, "axe": {"moderate": 3, "serious": 1, "critical": 1}, "lighthouse": "12.2.3"}},
     "site_targets": {"performance": 95, "accessibility": 100, "best-practices": 100, "seo": 95, "cls": 0.02},
-    "site_date": "2026-11-28T08:00:00+00:00",
+    "site_date": "2026-11-28T08:00:00+00:00", "site_runs": 3,
 }
 
 
@@ -153,12 +153,32 @@ def test_the_site_table_shows_each_pages_scores_and_axe_count_in_both_languages(
     assert numbers(en) == numbers(zh)
     row = "| `chapters/en/05_ste.html` | 97 | 100 | 100 | 100 | 0.000 | 63 | 2 |"  # axe: serious + critical only
     assert row in en and row in zh
-    assert "Lighthouse 12.2.3 (desktop, no throttling; 2026-11-28T08:00:00+00:00)" in en
+    assert "Lighthouse 12.2.3 (desktop, no throttling; each page's median of 3 runs; 2026-11-28T08:00:00+00:00)" in en
+    assert "每个页面取 3 次运行的中位数" in zh
     assert "performance ≥ 95" in en and "layout shift ≤ 0.02" in en and "性能 ≥ 95" in zh
     assert "| page | performance | accessibility | best practices | SEO | layout shift |" in en
-    assert "Lighthouse" not in benchmarks.report(RESULTS, lang="en").data  # an older report: no table
-    unmeasured = {**SITE, "site_quality": {"index.html": {"performance": 99, "seo": None, "cls": None}}}  # Lighthouse gave no CLS
-    assert "| `index.html` | 99 | — | — | — | — | — | 0 |" in benchmarks.report({**RESULTS, **unmeasured}).data
+
+
+
+def test_a_report_without_site_figures_says_so():
+    en, zh = (benchmarks.report(RESULTS, lang=lang).data for lang in ("en", "zh"))  # an older report
+    assert "| performance |" not in en and "has no Lighthouse or axe-core figures" in en
+    assert "没有网站各页面的 Lighthouse 与 axe-core 结果" in zh
+
+
+@pytest.mark.parametrize("entry, row", [
+    # Lighthouse gave no SEO score and no CLS; axe did not run: dashes, never a 0 that reads as a pass
+    ({"performance": 99, "seo": None, "cls": None}, "| `index.html` | 99 | — | — | — | — | — | — |"),
+    ({"performance": 99, "cls": "0.1", "axe": {"serious": None, "critical": 2}}, "| `index.html` | 99 | — | — | — | — | — | 2 |"),
+    (None, "| `index.html` | — | — | — | — | — | — | — |"),
+])
+def test_the_site_table_shows_what_a_partial_report_lacks_as_a_dash(entry, row):
+    partial = {**SITE, "site_quality": {"index.html": entry}, "site_targets": {"performance": 95}}
+    partial.pop("site_date")
+    text = benchmarks.report({**RESULTS, **partial}).data
+    assert row in text
+    assert "Lighthouse ? (desktop, no throttling; each page's median of 3 runs; ?)" in text and "performance ≥ 95" in text
+    assert "best practices ?" in text and "None" not in text
 
 
 def test_a_report_without_larq_says_why():

@@ -17,6 +17,7 @@ and noisy, so absolute seconds vary from run to run.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from pathlib import Path
@@ -82,13 +83,19 @@ TEXT = {
     "files": {"en": "files", "zh": "文件数"},
     "x_budget": {"en": "× budget", "zh": "× 预算"},
     "site_intro": {
-        "en": "Each page of the site in Lighthouse {version} (desktop, no throttling; {date}) and axe-core "
+        "en": "Each page of the site in Lighthouse {version} (desktop, no throttling; each page's median of {runs} "
+              "runs; {date}) and axe-core "
               "(light and dark mode). Targets: performance ≥ {performance}, accessibility {accessibility}, "
               "best practices {best_practices}, SEO ≥ {seo}, layout shift ≤ {cls}, no serious or critical axe "
               "violation:",
-        "zh": "网站每个页面在 Lighthouse {version}（桌面模式，不限速；{date}）和 axe-core（浅色与深色模式）中的结果。"
+        "zh": "网站每个页面在 Lighthouse {version}（桌面模式，不限速；每个页面取 {runs} 次运行的中位数；{date}）和 axe-core（浅色与深色模式）中的结果。"
               "目标：性能 ≥ {performance}，无障碍 {accessibility}，最佳实践 {best_practices}，SEO ≥ {seo}，布局偏移 ≤ {cls}，"
               "axe 没有严重（serious）或致命（critical）的违规："},
+    "site_none": {
+        "en": "This report has no Lighthouse or axe-core figures for the site's pages: `make bench` measures "
+              "them on a built site (`make book` first).",
+        "zh": "这份报告没有网站各页面的 Lighthouse 与 axe-core 结果：`make bench` 在构建好的网站上测量它们"
+              "（先运行 `make book`）。"},
     "performance": {"en": "performance", "zh": "性能"},
     "accessibility": {"en": "accessibility", "zh": "无障碍"},
     "best-practices": {"en": "best practices", "zh": "最佳实践"},
@@ -364,26 +371,37 @@ SITE_SCORES = ("performance", "accessibility", "best-practices", "seo")
 
 
 def _num3(value) -> str:
-    return "—" if value is None else f"{value:.3f}"
+    return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
 
 def _text(value) -> str:
     return "—" if value is None else str(value)  # Lighthouse gives None for a score it could not compute
 
 
+def _axe_blocking(axe) -> str:
+    """axe's serious + critical count, or a dash when axe did not measure the page."""
+    if not isinstance(axe, dict):
+        return "—"
+    return str(sum(axe.get(impact) or 0 for impact in ("serious", "critical")))
+
+
 def _site_table(results: dict, lang: str) -> list:
     """Lighthouse's scores and axe's serious + critical count per page (``make bench``'s
-    ``site_quality``, from ``tools/sitequality.py``), or nothing for an older report."""
-    quality, targets = results.get("site_quality") or {}, results.get("site_targets") or {}
-    if not quality or not targets:
-        return []
-    version = next(iter(quality.values())).get("lighthouse", "?")
-    targets = {key.replace("-", "_"): value for key, value in targets.items()}
-    lines = ["", _t("site_intro", lang, version=version, date=results.get("site_date", "?"), **targets), ""]
+    ``site_quality``, from ``tools/sitequality.py``), or a sentence saying the report has none.
+    What a partial report lacks shows as a dash (or ``?`` in the sentence above the table)."""
+    quality = results.get("site_quality") or {}
+    if not quality:
+        return ["", _t("site_none", lang)]
+    targets = collections.defaultdict(lambda: "?", {key.replace("-", "_"): value
+                                                    for key, value in (results.get("site_targets") or {}).items()})
+    entries = {page: q if isinstance(q, dict) else {} for page, q in quality.items()}
+    version = next((q["lighthouse"] for q in entries.values() if q.get("lighthouse")), "?")
+    targets.update(version=version, date=results.get("site_date") or "?", runs=results.get("site_runs") or 1)
+    header = [_t(k, lang) for k in ("page", *SITE_SCORES, "cls", "tbt", "axe_blocking")]  # checks lang
+    lines = ["", TEXT["site_intro"][lang].format_map(targets), ""]
     rows = [(f"`{page}`", *(_text(q.get(key)) for key in SITE_SCORES), _num3(q.get("cls")), _text(q.get("tbt_ms")),
-             str(sum((q.get("axe") or {}).get(impact, 0) for impact in ("serious", "critical"))))
-            for page, q in quality.items()]
-    return lines + _table([_t(k, lang) for k in ("page", *SITE_SCORES, "cls", "tbt", "axe_blocking")], rows)
+             _axe_blocking(q.get("axe"))) for page, q in entries.items()]
+    return lines + _table(header, rows)
 
 
 def report(results: Optional[dict] = None, lang: str = "en"):
