@@ -34,9 +34,11 @@
   };
 
   function update(el) {
-    // An equation scrolls sideways only (its glyphs may reach a pixel past its box's height).
-    var tall = !el.classList.contains("katex-display") && el.scrollHeight > el.clientHeight;
-    el.tabIndex = el.scrollWidth > el.clientWidth || tall ? 0 : -1;
+    // An equation scrolls sideways only: its glyphs may reach a pixel past its box's height,
+    // and its width a pixel past the box's (KaTeX's boxes have fractional sizes).
+    var equation = el.classList.contains("katex-display");
+    var wide = el.scrollWidth > el.clientWidth + (equation ? 1 : 0);
+    el.tabIndex = wide || (!equation && el.scrollHeight > el.clientHeight) ? 0 : -1;
   }
 
   function init() {
@@ -89,12 +91,13 @@
     };
     // A result's excerpt is the text of its page: without KaTeX's HTML and TeX
     // (the MathML's text remains, so a formula reads once: "λ", not "λ\lambdaλ")
-    // and without the page's own contents list.
+    // and without the page's own contents list, its header and the link to its twin.
     var toText = Search.htmlToText;
     if (toText) {
       Search.htmlToText = function (htmlString, anchor) {
         var doc = new DOMParser().parseFromString(htmlString, "text/html");
-        doc.querySelectorAll(".katex-html, annotation, .bd-sidebar-secondary, .bd-toc, .onlyprint, .bd-header-article")
+        doc.querySelectorAll(".katex-html, annotation, .bd-sidebar-secondary, .bd-toc, .onlyprint, .bd-header-article, " +
+                              ".gradbook-lang-switch")
           .forEach(function (el) { el.remove(); });
         return toText.call(this, doc.documentElement.outerHTML, anchor);
       };
