@@ -35,8 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_FILE = re.compile(r"^\d\d_[\w-]+$")  # a numbered chapter's file stem: 01_gradients
 INSTALL_TAG = "remove-cell"
 INSTALL_COMMENT = {
-    "en": "# On Colab, install gradlib (this book's library) first; elsewhere do nothing.",
-    "zh": "# 在 Colab 上先安装 gradlib（本书的配套库）；在其他环境中什么也不做。",
+    "en": ("# On Colab, or with GRADBOOK_INSTALL_SOURCE set, install gradlib (this book's library) first; "
+           "elsewhere do nothing."),
+    "zh": "# 在 Colab 上，或者设置了 GRADBOOK_INSTALL_SOURCE 时，先安装 gradlib（本书的配套库）；在其他环境中什么也不做。",
 }
 INSTALL_CELL = '''{comment}
 import os, subprocess, sys
