@@ -87,11 +87,54 @@ def test_non_finite_values_become_gaps_and_labels_become_plain_text():
     assert ">λ<" in markup
     assert _static_explorer.plain_label(r"$\beta_{1}$") == "β₁"
     # the labels of chapters 7 to 9: no TeX left in the visible text or the accessible name
-    for tex, text in [(r"$\mathrm{epoch}$", "epoch"), (r"$\eta$", "η"),
-                      (r"$\log_{10}\,\mathrm{std}(h_l)$", "log₁₀ std(h_l)"),
-                      (r"$\log_{10}\,\|\partial \ell/\partial h_l\|$", "log₁₀ ‖∂ℓ/∂h_l‖"),
-                      (r"$\log_{10}|dz_k/da - dz^\star/da|$", "log₁₀|dz_k/da - dz^⋆/da|")]:
+    for tex, text in [(r"$\mathrm{epoch}$", "epoch"), (r"$\eta$", "η"), (r"$\log_{10} L$", "log₁₀ L"),
+                      (r"$\log_{10}\,\mathrm{std}(h_l)$", "log₁₀ std(hₗ)"),
+                      (r"$\log_{10}\,\|\partial \ell/\partial h_l\|$", "log₁₀ ‖∂ℓ/∂hₗ‖"),
+                      (r"$\log_{10}|dz_k/da - dz^\star/da|$", "log₁₀|dzₖ/da - dz⋆/da|"),
+                      (r"$\log_{10}|g(z_k) - dz^\star/da|$", "log₁₀|g(zₖ) - dz⋆/da|")]:
         assert _static_explorer.plain_label(tex) == text, tex
+
+
+@pytest.mark.parametrize("tex, text", [
+    # what a review found printed as command names or glued words
+    (r"\Delta t", "Δt"), (r"\log x", "log x"), (r"a \geq b", "a ≥ b"), (r"\lVert w \rVert", "‖w‖"),
+    (r"\left\| x \right\|", "‖x‖"), (r"\mathcal{L}", "L"), (r"\mathbb{1}\{x > 0\}", "1{x > 0}"),
+    (r"\hat{y}", "ŷ"), (r"\frac{\partial y}{\partial x}", "∂y/∂x"), (r"x_{1,2}", "x_(1,2)"), (r"x_12", "x₁2"),
+    # the rules behind them
+    (r"x\log y", "x log y"), (r"\log\theta", "log θ"), (r"\ln 2", "ln 2"),
+    (r"\min\ L_y - \lambda L_d", "min L_y - λL_d"),
+    (r"\mathbb 1", "1"), (r"\mathbb{R}", "ℝ"), (r"\boldsymbol{\theta}", "θ"), (r"\left( x \right.", "(x"),
+    (r"\bar{x}", "x̄"), (r"\tilde x", "x̃"), (r"\hat{\theta}_t", "θ̂ₜ"), (r"\frac{a+1}{b}", "(a+1)/b"),
+    (r"\frac12", "1/2"),
+    (r"\sqrt{x+1}", "√(x+1)"), (r"x^{-1}", "x⁻¹"), (r"x^2", "x²"), (r"x^T", "x^T"), (r"x^\star", "x⋆"), (r"x^*", "x*"),
+    (r"w^{(t)}", "w^(t)"), (r"w^{(2)}", "w⁽²⁾"),
+    (r"x_{t+1}", "xₜ₊₁"), (r"x_{\max}", "xₘₐₓ"), (r"t_{\nabla f}", "t_(∇f)"), (r"1, \ldots, n", "1, …, n"),
+    (r"\mathrm{ste\_sign},\ c = 1", "ste_sign, c = 1"), (r"\mathrm{d}\mathbf{x}_{t}", "dxₜ"), (r"{{a}_{1}}", "a₁"),
+])
+def test_plain_label_writes_tex_as_readable_text(tex, text):
+    from gradlib._static_explorer import plain_label
+
+    assert plain_label(f"${tex}$") == text
+
+
+@pytest.mark.parametrize("label, text", [
+    ("", ""), ("$$", ""), ("learning_rate", "learning_rate"), ("plain text", "plain text"),  # no $: not math
+    (r"$\lambda$ (callback)", "λ (callback)"), (r"$x_1$ and $y^2$", "x₁ and y²"), (r"cost \$5", "cost $5"),
+])
+def test_plain_label_converts_only_the_math(label, text):
+    from gradlib._static_explorer import plain_label
+
+    assert plain_label(label) == text
+
+
+@pytest.mark.parametrize("label, command", [(r"$\foo$", r"\foo"), (r"$x \not= 1$", r"\not"),
+                                            (r"$\mathrm{\unknown}$", r"\unknown"), (r"$x \@ y$", r"\@")])
+def test_plain_label_refuses_unknown_commands(label, command):
+    from gradlib._static_explorer import plain_label
+
+    with pytest.raises(ValueError) as error:  # the build stops rather than print a command's name
+        plain_label(label)
+    assert f"command {command} in the label {label!r}" in str(error.value)
 
 
 @pytest.mark.parametrize(
