@@ -160,8 +160,9 @@ def test_the_site_table_shows_each_pages_scores_and_axe_count_in_both_languages(
 
 
 
-def test_a_report_without_site_figures_says_so():
-    en, zh = (benchmarks.report(RESULTS, lang=lang).data for lang in ("en", "zh"))  # an older report
+@pytest.mark.parametrize("broken", [{}, {"site_quality": []}, {"site_quality": "x", "site_targets": "y"}])
+def test_a_report_without_site_figures_says_so(broken):
+    en, zh = (benchmarks.report({**RESULTS, **broken}, lang=lang).data for lang in ("en", "zh"))  # an older report
     assert "| performance |" not in en and "has no Lighthouse or axe-core figures" in en
     assert "没有网站各页面的 Lighthouse 与 axe-core 结果" in zh
 
@@ -171,6 +172,9 @@ def test_a_report_without_site_figures_says_so():
     ({"performance": 99, "seo": None, "cls": None}, "| `index.html` | 99 | — | — | — | — | — | — |"),
     ({"performance": 99, "cls": "0.1", "axe": {"serious": None, "critical": 2}}, "| `index.html` | 99 | — | — | — | — | — | 2 |"),
     (None, "| `index.html` | — | — | — | — | — | — | — |"),
+    ({"performance": True, "cls": float("nan"), "axe": {"serious": None, "critical": None}},
+     "| `index.html` | — | — | — | — | — | — | — |"),
+    ({"seo": 100, "axe": {"serious": "3"}}, "| `index.html` | — | — | — | 100 | — | — | — |"),
 ])
 def test_the_site_table_shows_what_a_partial_report_lacks_as_a_dash(entry, row):
     partial = {**SITE, "site_quality": {"index.html": entry}, "site_targets": {"performance": 95}}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -370,33 +371,38 @@ def detail_tables(results: dict, lang: str = "en") -> str:
 SITE_SCORES = ("performance", "accessibility", "best-practices", "seo")
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _num3(value) -> str:
-    return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
+    return f"{value:.3f}" if _number(value) else "—"
 
 
 def _text(value) -> str:
-    return "—" if value is None else str(value)  # Lighthouse gives None for a score it could not compute
+    return str(value) if _number(value) else "—"  # Lighthouse gives None for a score it could not compute
 
 
 def _axe_blocking(axe) -> str:
     """axe's serious + critical count, or a dash when axe did not measure the page."""
-    if not isinstance(axe, dict):
+    counts = [axe.get(impact) for impact in ("serious", "critical")] if isinstance(axe, dict) else []
+    if not any(_number(count) for count in counts):
         return "—"
-    return str(sum(axe.get(impact) or 0 for impact in ("serious", "critical")))
+    return str(sum(count for count in counts if _number(count)))
 
 
 def _site_table(results: dict, lang: str) -> list:
     """Lighthouse's scores and axe's serious + critical count per page (``make bench``'s
     ``site_quality``, from ``tools/sitequality.py``), or a sentence saying the report has none.
     What a partial report lacks shows as a dash (or ``?`` in the sentence above the table)."""
-    quality = results.get("site_quality") or {}
-    if not quality:
+    quality, targets = results.get("site_quality"), results.get("site_targets")
+    if not quality or not isinstance(quality, dict):
         return ["", _t("site_none", lang)]
-    targets = collections.defaultdict(lambda: "?", {key.replace("-", "_"): value
-                                                    for key, value in (results.get("site_targets") or {}).items()})
+    targets = collections.defaultdict(lambda: "?", {key.replace("-", "_"): value for key, value
+                                                    in (targets.items() if isinstance(targets, dict) else ())})
     entries = {page: q if isinstance(q, dict) else {} for page, q in quality.items()}
     version = next((q["lighthouse"] for q in entries.values() if q.get("lighthouse")), "?")
-    targets.update(version=version, date=results.get("site_date") or "?", runs=results.get("site_runs") or 1)
+    targets.update(version=version, date=results.get("site_date") or "?", runs=results.get("site_runs") or "?")
     header = [_t(k, lang) for k in ("page", *SITE_SCORES, "cls", "tbt", "axe_blocking")]  # checks lang
     lines = ["", TEXT["site_intro"][lang].format_map(targets), ""]
     rows = [(f"`{page}`", *(_text(q.get(key)) for key in SITE_SCORES), _num3(q.get("cls")), _text(q.get("tbt_ms")),
