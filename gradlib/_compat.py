@@ -65,11 +65,11 @@ def check_version(version: str) -> None:
     found = (int(match[1]), int(match[2]))
     if found < OLDEST:
         raise ImportError(f"gradlib supports TensorFlow {_supported_text()}, but TensorFlow {version} is "
-                          f"installed: upgrade it (`pip install '{distribution()}=={_text(NEWEST)}.*'`).")
+                          f"installed: upgrade it (`pip install \"{distribution()}=={_text(NEWEST)}.*\"`).")
     if found > NEWEST:
         warnings.warn(f"gradlib is tested with TensorFlow up to {_text(NEWEST)}, but TensorFlow {version} is "
                       f"installed: it will probably work; if something breaks, install TensorFlow "
-                      f"{_text(NEWEST)} (`pip install '{distribution()}=={_text(NEWEST)}.*'`).",
+                      f"{_text(NEWEST)} (`pip install \"{distribution()}=={_text(NEWEST)}.*\"`).",
                       UntestedTensorFlowWarning, stacklevel=2)
 
 
@@ -77,7 +77,7 @@ try:
     import tensorflow as tf
 except ImportError as err:  # pragma: no cover - exercised only without TF
     raise ImportError(
-        f"gradlib needs TensorFlow {_supported_text()}: `pip install 'tensorflow-cpu=={_text(NEWEST)}.*'` "
+        f"gradlib needs TensorFlow {_supported_text()}: `pip install \"tensorflow-cpu=={_text(NEWEST)}.*\"` "
         "(or use the TensorFlow that Colab already has)."
     ) from err
 

@@ -126,9 +126,9 @@ def test_the_advice_names_the_tensorflow_distribution_that_is_installed(monkeypa
     for name in ("tensorflow", "tensorflow-cpu"):
         monkeypatch.setattr(metadata, "version", only(name))
         assert _compat.distribution() == name
-        with pytest.raises(ImportError, match=f"pip install '{name}==2.21.\\*'"):
+        with pytest.raises(ImportError, match=f'pip install "{name}==2.21.\\*"'):
             _compat.check_version("2.18.0")
-        with pytest.warns(gradlib.UntestedTensorFlowWarning, match=f"pip install '{name}==2.21.\\*'"):
+        with pytest.warns(gradlib.UntestedTensorFlowWarning, match=f'pip install "{name}==2.21.\\*"'):
             _compat.check_version("2.22.0")
 
 
