@@ -363,7 +363,8 @@ def detail_tables(results: dict, lang: str = "en") -> str:
         lines += _table([_t(k, lang) for k in ("page", "kb", "files", "x_budget")],
                         [(f"`{page}`", f"{w['bytes'] / 1e3:.1f}", str(w["files"]), f"{w['bytes'] / budget:.2f}×")
                          for page, w in weights.items()])
-    lines += _site_table(results, lang)
+    if results:  # an empty report has no tables, and no sentence about a missing one
+        lines += _site_table(results, lang)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
