@@ -32,19 +32,39 @@ def _supported_text() -> str:
     return f"{_text(OLDEST)} to {_text(NEWEST)}"
 
 
+def _installed(name: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def distribution() -> str:
     """The name TensorFlow is installed under: ``tensorflow`` (Colab's) or
     ``tensorflow-cpu``; pip must be told the same name, or it installs a
     second TensorFlow beside the first."""
-    from importlib import metadata
-
     for name in ("tensorflow-cpu", "tensorflow"):
-        try:
-            metadata.version(name)
+        if _installed(name):
             return name
-        except metadata.PackageNotFoundError:
-            continue
     return "tensorflow"
+
+
+def upgrade_advice() -> str:
+    """The pip command(s) that install the newest tested TensorFlow in place of the installed one.
+
+    On Windows, TensorFlow 2.11 to 2.18.0 (``tensorflow-cpu`` 2.10 to 2.18.0)
+    came as a package holding only metadata plus ``tensorflow-intel``, which
+    held the module; upgrading the first alone leaves the old module behind,
+    so when ``tensorflow-intel`` is installed the advice removes all three
+    first (pip skips a name that is not installed).
+    """
+    install = f'`pip install "{distribution()}=={_text(NEWEST)}.*"`'
+    if _installed("tensorflow-intel"):
+        return f"first `pip uninstall tensorflow tensorflow-cpu tensorflow-intel`, then {install}"
+    return install
 
 
 def check_version(version: str) -> None:
@@ -65,11 +85,11 @@ def check_version(version: str) -> None:
     found = (int(match[1]), int(match[2]))
     if found < OLDEST:
         raise ImportError(f"gradlib supports TensorFlow {_supported_text()}, but TensorFlow {version} is "
-                          f"installed: upgrade it (`pip install \"{distribution()}=={_text(NEWEST)}.*\"`).")
+                          f"installed: upgrade it ({upgrade_advice()}).")
     if found > NEWEST:
         warnings.warn(f"gradlib is tested with TensorFlow up to {_text(NEWEST)}, but TensorFlow {version} is "
                       f"installed: it will probably work; if something breaks, install TensorFlow "
-                      f"{_text(NEWEST)} (`pip install \"{distribution()}=={_text(NEWEST)}.*\"`).",
+                      f"{_text(NEWEST)} ({upgrade_advice()}).",
                       UntestedTensorFlowWarning, stacklevel=2)
 
 

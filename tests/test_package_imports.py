@@ -126,10 +126,31 @@ def test_the_advice_names_the_tensorflow_distribution_that_is_installed(monkeypa
     for name in ("tensorflow", "tensorflow-cpu"):
         monkeypatch.setattr(metadata, "version", only(name))
         assert _compat.distribution() == name
-        with pytest.raises(ImportError, match=f'pip install "{name}==2.21.\\*"'):
+        with pytest.raises(ImportError, match=f'pip install "{name}==2.21.\\*"') as raised:
             _compat.check_version("2.18.0")
+        assert "uninstall" not in str(raised.value)  # nothing to remove without tensorflow-intel
         with pytest.warns(gradlib.UntestedTensorFlowWarning, match=f'pip install "{name}==2.21.\\*"'):
             _compat.check_version("2.22.0")
+
+
+@pytest.mark.parametrize("name", ["tensorflow", "tensorflow-cpu"])
+def test_the_advice_removes_windows_split_tensorflow_first(monkeypatch, name):
+    """On Windows, TensorFlow up to 2.18.0 is a metadata-only package plus `tensorflow-intel`, which holds
+    the module: upgrading the first alone would leave the old module, so all are uninstalled first."""
+    from importlib import metadata
+
+    def version(dist):
+        if dist in (name, "tensorflow-intel"):
+            return "2.18.0"
+        raise metadata.PackageNotFoundError(dist)
+
+    monkeypatch.setattr(metadata, "version", version)
+    advice = (r'first `pip uninstall tensorflow tensorflow-cpu tensorflow-intel`, then '
+              f'`pip install "{name}==2\\.21\\.\\*"`')
+    with pytest.raises(ImportError, match=advice):
+        _compat.check_version("2.18.0")
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=advice):
+        _compat.check_version("2.22.0")
 
 
 def test_the_classroom_keeps_its_old_import_paths_as_the_same_modules():
