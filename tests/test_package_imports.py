@@ -181,7 +181,8 @@ def test_every_file_that_names_the_supported_tensorflow_range_names_gradlibs():
     for name in RANGE_FILES:
         with open(os.path.join(ROOT, name), encoding="utf-8") as f:
             text = f.read()
-        for low, high in re.findall(r"\b(2\.\d+)\s*(?:–|-|to)\s*(2\.\d+)\b", text):
+        # (a range of releases such as "2.11 to 2.18.0", the Windows split wheels, is not the supported range)
+        for low, high in re.findall(r"\b(2\.\d+)\s*(?:–|-|to)\s*(2\.\d+)\b(?!\.\d)", text):
             assert (low, high) == (oldest, newest), (name, low, high)
             seen += 1
         for low, high in re.findall(r"tensorflow(?:-cpu)?>=(2\.\d+),<(2\.\d+)", text):
