@@ -10,6 +10,9 @@ Colab may still ship) to ``NEWEST`` (the one this book is built with).
   hard upper bound would break every chapter on that day.  The upper bound
   of what pip installs lives in the ``cpu``/``tf`` extras instead.
 * An unreadable version string: the same warning (gradlib cannot tell).
+* A ``tensorflow`` module installed by two packages (an upgrade laid over
+  Windows' split ``tensorflow-intel``, say): the same warning, with the
+  commands that reinstall it cleanly.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ OLDEST, NEWEST = (2, 19), (2, 21)  # (major, minor) of the oldest and newest tes
 
 
 class UntestedTensorFlowWarning(UserWarning):
-    """The installed TensorFlow is newer than (or not recognisable as) a release gradlib was tested with."""
+    """The installed TensorFlow is newer than (or not recognisable as) a release gradlib was tested with,
+    or mixes the files of two releases."""
 
 
 def _text(version) -> str:
@@ -32,6 +36,17 @@ def _supported_text() -> str:
     return f"{_text(OLDEST)} to {_text(NEWEST)}"
 
 
+# The packages that have installed the ``tensorflow`` module on some platform.
+# ``tensorflow`` and ``tensorflow-cpu`` hold it themselves from 2.19 on; before,
+# on Windows (``tensorflow`` 2.11 to 2.18.0, ``tensorflow-cpu`` 2.10 to 2.18.0),
+# macOS on Apple silicon (``tensorflow`` 2.13 to 2.15) and Linux on ARM64
+# (``tensorflow`` 2.10 to 2.15) they were small packages requiring the one that
+# held it (``tensorflow-intel``, ``tensorflow-macos``, ``tensorflow-cpu-aws``);
+# ``tensorflow-gpu`` ended with 2.10 (its later releases refuse to install).
+MODULE_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos",
+                   "tensorflow-cpu-aws")
+
+
 def _installed(name: str) -> bool:
     from importlib import metadata
 
@@ -40,6 +55,31 @@ def _installed(name: str) -> bool:
     except metadata.PackageNotFoundError:
         return False
     return True
+
+
+def module_owners() -> list:
+    """The packages of :data:`MODULE_PACKAGES` that installed files of the ``tensorflow`` module.
+
+    Two owners mean two releases' files mixed in one folder: pip lays the
+    second over the first, and uninstalling either deletes files the other
+    needs.
+    """
+    from importlib import metadata
+
+    owners = []
+    for name in MODULE_PACKAGES:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        top_level = dist.read_text("top_level.txt")
+        if top_level is not None:
+            owns = "tensorflow" in top_level.split()
+        else:
+            owns = any(path.parts[:1] == ("tensorflow",) for path in dist.files or ())
+        if owns:
+            owners.append(name)
+    return owners
 
 
 def distribution() -> str:
@@ -53,18 +93,22 @@ def distribution() -> str:
 
 
 def upgrade_advice() -> str:
-    """The pip command(s) that install the newest tested TensorFlow in place of the installed one.
+    """The pip command(s) that put the newest tested TensorFlow in place of the installed one.
 
-    On Windows, TensorFlow 2.11 to 2.18.0 (``tensorflow-cpu`` 2.10 to 2.18.0)
-    came as a package holding only metadata plus ``tensorflow-intel``, which
-    held the module; upgrading the first alone leaves the old module behind,
-    so when ``tensorflow-intel`` is installed the advice removes all three
-    first (pip skips a name that is not installed).
+    Usually one ``pip install`` under the installed name.  When the module is
+    held by another package than ``tensorflow``/``tensorflow-cpu`` (the split
+    packages of :data:`MODULE_PACKAGES`, or ``tensorflow-gpu``), or by more than
+    one, an install on top would mix two releases' files and leave a package
+    whose removal deletes the new TensorFlow: every TensorFlow package is
+    uninstalled first.  Either way, a running kernel keeps the TensorFlow it
+    imported until it restarts.
     """
     install = f'`pip install "{distribution()}=={_text(NEWEST)}.*"`'
-    if _installed("tensorflow-intel"):
-        return f"first `pip uninstall tensorflow tensorflow-cpu tensorflow-intel`, then {install}"
-    return install
+    owners = module_owners()
+    if len(owners) > 1 or set(owners) - {"tensorflow", "tensorflow-cpu"}:
+        installed = " ".join(name for name in MODULE_PACKAGES if _installed(name))
+        install = f"first `pip uninstall -y {installed}`, then {install}"
+    return f"{install}, then restart the kernel"
 
 
 def check_version(version: str) -> None:
@@ -75,7 +119,8 @@ def check_version(version: str) -> None:
 
     Warns:
         UntestedTensorFlowWarning: ``version`` is newer than the newest tested
-            release, or cannot be read.
+            release, or cannot be read, or the module was installed by more
+            than one package (two releases' files mixed).
     """
     match = re.match(r"(\d+)\.(\d+)", str(version))
     if match is None:
@@ -90,6 +135,13 @@ def check_version(version: str) -> None:
         warnings.warn(f"gradlib is tested with TensorFlow up to {_text(NEWEST)}, but TensorFlow {version} is "
                       f"installed: it will probably work; if something breaks, install TensorFlow "
                       f"{_text(NEWEST)} ({upgrade_advice()}).",
+                      UntestedTensorFlowWarning, stacklevel=2)
+        return
+    owners = module_owners()
+    if len(owners) > 1:
+        warnings.warn(f"TensorFlow {version} was installed over the files of another release: {', '.join(owners)} "
+                      f"all installed the tensorflow module, so its folder mixes their files, and removing one "
+                      f"package deletes files the other needs. Reinstall it ({upgrade_advice()}).",
                       UntestedTensorFlowWarning, stacklevel=2)
 
 

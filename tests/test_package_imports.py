@@ -112,45 +112,66 @@ def test_an_unreadable_version_warns(version):
         _compat.check_version(version)
 
 
-def test_the_advice_names_the_tensorflow_distribution_that_is_installed(monkeypatch):
-    """pip must be told the installed name: `tensorflow-cpu` beside `tensorflow` would be a second TensorFlow."""
-    from importlib import metadata
+@pytest.fixture
+def packages(tmp_path, monkeypatch):
+    """Installs fake packages on disk, as pip does (``name-version.dist-info`` with its top-level
+    modules), in a folder that is all importlib.metadata searches during the test."""
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
 
-    def only(name):
-        def version(dist):
-            if dist == name:
-                return "2.21.0"
-            raise metadata.PackageNotFoundError(dist)
-        return version
-
-    for name in ("tensorflow", "tensorflow-cpu"):
-        monkeypatch.setattr(metadata, "version", only(name))
-        assert _compat.distribution() == name
-        with pytest.raises(ImportError, match=f'pip install "{name}==2.21.\\*"') as raised:
-            _compat.check_version("2.18.0")
-        assert "uninstall" not in str(raised.value)  # nothing to remove without tensorflow-intel
-        with pytest.warns(gradlib.UntestedTensorFlowWarning, match=f'pip install "{name}==2.21.\\*"'):
-            _compat.check_version("2.22.0")
+    def install(name, version, module=True):
+        info = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        # A split package's wrapper holds no module: an empty top_level.txt and only its .dist-info files.
+        info.joinpath("top_level.txt").write_text("tensorflow\n" if module else "")
+        return info
+    return install
 
 
 @pytest.mark.parametrize("name", ["tensorflow", "tensorflow-cpu"])
-def test_the_advice_removes_windows_split_tensorflow_first(monkeypatch, name):
-    """On Windows, TensorFlow up to 2.18.0 is a metadata-only package plus `tensorflow-intel`, which holds
-    the module: upgrading the first alone would leave the old module, so all are uninstalled first."""
-    from importlib import metadata
-
-    def version(dist):
-        if dist in (name, "tensorflow-intel"):
-            return "2.18.0"
-        raise metadata.PackageNotFoundError(dist)
-
-    monkeypatch.setattr(metadata, "version", version)
-    advice = (r'first `pip uninstall tensorflow tensorflow-cpu tensorflow-intel`, then '
-              f'`pip install "{name}==2\\.21\\.\\*"`')
-    with pytest.raises(ImportError, match=advice):
+def test_the_advice_names_the_tensorflow_distribution_that_is_installed(packages, name):
+    """pip must be told the installed name: `tensorflow-cpu` beside `tensorflow` would be a second TensorFlow."""
+    packages(name, "2.18.0")
+    assert _compat.distribution() == name and _compat.module_owners() == [name]
+    with pytest.raises(ImportError, match=f'pip install "{name}==2.21.\\*"`, then restart the kernel') as raised:
         _compat.check_version("2.18.0")
-    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=advice):
+    assert "uninstall" not in str(raised.value)  # nothing to remove: the install replaces the module
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=f'pip install "{name}==2.21.\\*"'):
         _compat.check_version("2.22.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _compat.check_version("2.21.0")  # one owner in the range: silent
+
+
+@pytest.mark.parametrize("wrapper, holder", [("tensorflow", "tensorflow-intel"), ("tensorflow-cpu", "tensorflow-intel"),
+                                             ("tensorflow", "tensorflow-macos"), ("tensorflow", "tensorflow-cpu-aws")])
+def test_the_advice_removes_a_split_tensorflow_first(packages, wrapper, holder):
+    """Windows (up to 2.18.0), macOS on Apple silicon and Linux ARM64 (up to 2.15) installed a wrapper
+    without the module plus the package holding it: an install on top would mix two releases' files."""
+    packages(wrapper, "2.15.0", module=False)
+    packages(holder, "2.15.0")
+    assert _compat.module_owners() == [holder]
+    advice = f'first `pip uninstall -y {wrapper} {holder}`, then `pip install "{wrapper}==2\\.21\\.\\*"`'
+    with pytest.raises(ImportError, match=advice):
+        _compat.check_version("2.15.0")
+
+
+@pytest.mark.parametrize("holder, version", [("tensorflow-macos", "2.12.0"), ("tensorflow-gpu", "2.10.1")])
+def test_a_holder_alone_or_an_old_gpu_package_is_removed_too(packages, holder, version):
+    packages(holder, version)
+    with pytest.raises(ImportError, match=f'first `pip uninstall -y {holder}`, then `pip install "tensorflow=='):
+        _compat.check_version(version)
+
+
+def test_a_tensorflow_laid_over_another_release_warns_even_in_the_range(packages):
+    """The page's plain upgrade run on Windows' split 2.18.0: tensorflow-cpu 2.21 now holds the module,
+    and so does the old tensorflow-intel, whose removal would delete 2.21's files."""
+    packages("tensorflow-cpu", "2.21.0")
+    packages("tensorflow-intel", "2.18.0")
+    assert _compat.module_owners() == ["tensorflow-cpu", "tensorflow-intel"]
+    advice = r'first `pip uninstall -y tensorflow-cpu tensorflow-intel`, then `pip install "tensorflow-cpu==2\.21\.\*"`'
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=r"tensorflow-cpu, tensorflow-intel .*" + advice):
+        _compat.check_version("2.21.0")
 
 
 def test_the_classroom_keeps_its_old_import_paths_as_the_same_modules():
