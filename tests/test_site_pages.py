@@ -115,6 +115,15 @@ def test_theme_text_is_in_the_page_language(pages, page):
         assert "Skip to main content" in text and "Color mode" in text and "跳转至主要内容" not in text
 
 
+@pytest.mark.parametrize("page", [p for p in CHAPTER_PAGES if p.startswith("chapters/")])
+def test_explorer_labels_are_language_neutral(pages, page):
+    """An explorer's control labels are the same on English and Chinese pages: a symbol such as
+    "g" or "φ", never a word (the chapter's prose says what the symbol is)."""
+    labels = [span.get_text() for span in BeautifulSoup(pages[page], "html.parser").select(".gbx-label")]
+    words = [label for label in labels if re.search(r"[A-Za-z]{2}|[\u4e00-\u9fff]", label)]
+    assert words == [], f"{page}: explorer controls labelled with words: {words} (give explore() labels=)"
+
+
 @pytest.mark.parametrize("page", CHAPTER_PAGES)
 def test_the_search_box_searches_in_the_page_language(pages, page):
     form = BeautifulSoup(pages[page], "html.parser").select_one("form.bd-search")
