@@ -112,7 +112,7 @@ def test_non_finite_values_become_gaps_and_labels_become_plain_text():
     (r"\mathrm{ste\_sign},\ c = 1", "ste_sign, c = 1"), (r"\mathrm{d}\mathbf{x}_{t}", "dxₜ"), (r"{{a}_{1}}", "a₁"),
 ])
 def test_plain_label_writes_tex_as_readable_text(tex, text):
-    from gradlib._static_explorer import plain_label
+    from gradlib._plain_tex import plain_label
 
     assert plain_label(f"${tex}$") == text
 
@@ -122,7 +122,7 @@ def test_plain_label_writes_tex_as_readable_text(tex, text):
     (r"$\lambda$ (callback)", "λ (callback)"), (r"$x_1$ and $y^2$", "x₁ and y²"), (r"cost \$5", "cost $5"),
 ])
 def test_plain_label_converts_only_the_math(label, text):
-    from gradlib._static_explorer import plain_label
+    from gradlib._plain_tex import plain_label
 
     assert plain_label(label) == text
 
@@ -130,7 +130,7 @@ def test_plain_label_converts_only_the_math(label, text):
 @pytest.mark.parametrize("label, command", [(r"$\foo$", r"\foo"), (r"$x \not= 1$", r"\not"),
                                             (r"$\mathrm{\unknown}$", r"\unknown"), (r"$x \@ y$", r"\@")])
 def test_plain_label_refuses_unknown_commands(label, command):
-    from gradlib._static_explorer import plain_label
+    from gradlib._plain_tex import plain_label
 
     with pytest.raises(ValueError) as error:  # the build stops rather than print a command's name
         plain_label(label)

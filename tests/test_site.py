@@ -140,6 +140,14 @@ def test_search_index_terms(html, term, lang):
     assert any(d.startswith(f"chapters/{lang}/") for d in docs), f"{term!r} indexed for {docs}"
 
 
+def test_search_results_show_math_in_titles_as_text(html):
+    """A section title with math ("The effect of $\\lambda$") is listed as "The effect of λ", not as TeX."""
+    index = search_index(html)
+    titles = [*index["titles"], *index["alltitles"]]
+    assert [t for t in titles if re.search(r"\\[A-Za-z]", t)] == []
+    assert any("λ" in t for t in titles)  # the titles with math are there, as text
+
+
 @pytest.mark.parametrize("lang", book.languages())
 def test_index_links_to_glossary(html, lang):
     page = html / "chapters" / lang / "index.html"

@@ -128,6 +128,32 @@ def test_description_is_the_first_real_paragraph():
     assert gradbook_pages.description(None) == ""
 
 
+def test_descriptions_and_titles_write_math_as_text():
+    from docutils import nodes
+
+    paragraph = nodes.paragraph("", "", nodes.Text("binarization to "), nodes.math("", r"\pm 1"),
+                                nodes.Text(", with "), nodes.math("", r"\beta_{1}"), nodes.Text("."))
+    assert gradbook_pages.plain_text(paragraph) == "binarization to ± 1, with β₁."
+    with pytest.raises(gradbook_math.ExtensionError, match=r"unknown TeX command \\notacommand"):
+        gradbook_pages.plain_text(nodes.paragraph("", "", nodes.math("", r"\notacommand x")))
+
+
+def test_math_in_a_title_reads_as_text_and_typesets_as_tex():
+    """Sphinx turns titles into text for the search index, {ref} links and <title>: there a
+    TitleMath is plain text; the HTML writer still hands KaTeX its TeX."""
+    from docutils import nodes
+
+    title = nodes.title("", "", nodes.Text("The effect of "), nodes.math("", r"\lambda"))
+    section = nodes.section("", title, nodes.paragraph("", "", nodes.math("", r"\lambda")), ids=["s"])
+    document = nodes.document(None, None)
+    document += section
+    gradbook_math.title_math(document)
+    assert title.astext() == "The effect of λ" and isinstance(title[1], gradbook_math.TitleMath)
+    assert title.deepcopy().astext() == "The effect of λ"  # the table of contents keeps a copy
+    assert section[1].astext() == r"\lambda"  # math outside titles is untouched
+    assert nodes.Element.astext(title[1]) == r"\lambda"  # what visit_math typesets
+
+
 def test_the_chinese_catalogs_have_the_theme_text():
     sphinx_zh = gradbook_i18n.zh_translator("sphinx", gradbook_i18n.CATALOGS[("general", "sphinx")])
     book_zh = gradbook_i18n.zh_translator("booktheme", gradbook_i18n.CATALOGS[("general", "booktheme")])

@@ -101,6 +101,16 @@ def test_every_page_has_a_description(pages, page):
         assert re.search(r"[\u4e00-\u9fff]", meta[0]["content"]), meta[0]["content"]
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_text_made_from_math_shows_no_tex(pages, page):
+    """Where the page holds math as text, not typeset (its <title>, description, and the links {ref}
+    writes from a section title), the math reads "λ", "± 1", never "\\lambda", "\\pm 1"."""
+    soup = BeautifulSoup(pages[page], "html.parser")
+    texts = [soup.title.get_text(), *(m["content"] for m in soup.select('meta[name="description"]')),
+             *(ref.get_text() for ref in soup.select(".std-ref"))]
+    assert [t for t in texts if re.search(r"\\[A-Za-z]", t)] == []
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("chapters/")] + ["search-zh.html"])
 def test_theme_text_is_in_the_page_language(pages, page):
     text = pages[page]

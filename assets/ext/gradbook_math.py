@@ -15,6 +15,7 @@ renderer (``sphinx/ext/mathjax.py``), so the same source gives the same math.
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import re
 import shutil
@@ -25,6 +26,7 @@ from typing import Dict, Optional, Tuple
 from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.locale import _
+from sphinx.transforms import SphinxTransform
 from sphinx.util.math import get_node_equation_number
 
 RENDERER = "gradbook_katex"
@@ -34,6 +36,59 @@ STATIC = "katex"  # _static/katex: katex.min.css and fonts/
 # The fonts almost every page uses (the sidebar's titles have an italic f):
 # preloaded, so that text typeset in them does not shift when they arrive.
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
+
+
+def _load_plain_tex():
+    """gradlib's TeX-to-text module, loaded by its path: importing gradlib would import TensorFlow."""
+    path = Path(__file__).resolve().parents[2] / "gradlib" / "_plain_tex.py"
+    spec = importlib.util.spec_from_file_location("gradbook_plain_tex", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_plain_tex = _load_plain_tex()
+
+
+def plain_math(node: nodes.math) -> str:
+    """Inline math as plain Unicode text (``\\lambda`` is ``λ``), for places that hold text only.
+
+    Raises:
+        ExtensionError: the TeX uses a command gradlib/_plain_tex.py does not know (naming the place).
+    """
+    tex = nodes.Element.astext(node)  # the TeX itself, also for a TitleMath
+    try:
+        return _plain_tex.plain_label(f"${tex}$")
+    except ValueError as error:
+        raise ExtensionError(f"{node.source or '?'}:{node.line or '?'}: {error}") from None
+
+
+class TitleMath(nodes.math):
+    """Math in a title: typeset like any inline math, but plain text where Sphinx turns the title into
+    text (the search index's section titles, ``{ref}`` link texts, the page's ``<title>``)."""
+
+    def astext(self) -> str:
+        return plain_math(self)
+
+
+class MathInTitles(SphinxTransform):
+    """Makes every math node inside a title a :class:`TitleMath`, before Sphinx's domains record the
+    section names (priority 850) and the table of contents takes the titles (doctree-read)."""
+
+    default_priority = 840
+
+    def apply(self, **kwargs) -> None:
+        title_math(self.document)
+
+
+def title_math(document: nodes.Node) -> None:
+    """Replaces each math node inside a title of ``document`` by a :class:`TitleMath`."""
+    for title in list(document.findall(nodes.title)):
+        for math in list(title.findall(nodes.math)):
+            if not isinstance(math, TitleMath):
+                replacement = TitleMath(math.rawsource, *math.children, **math.attributes)
+                replacement.source, replacement.line = math.source, math.line
+                math.replace_self(replacement)
 
 
 class KaTeX:
@@ -120,7 +175,8 @@ def _render(translator, node, tex: str, display: bool) -> str:
 
 def visit_math(self, node: nodes.math) -> None:
     self.body.append(self.starttag(node, "span", "", CLASS="math notranslate nohighlight"))
-    self.body.append(_render(self, node, node.astext(), display=False) + "</span>")
+    tex = nodes.Element.astext(node)  # a TitleMath's astext() is its plain text
+    self.body.append(_render(self, node, tex, display=False) + "</span>")
     raise nodes.SkipNode
 
 
@@ -174,6 +230,7 @@ def font_preloads(pathto) -> str:
 
 def setup(app):
     app.add_html_math_renderer(RENDERER, (visit_math, None), (visit_displaymath, None))
+    app.add_transform(MathInTitles)
     app.connect("config-inited", _use_katex)
     app.connect("builder-inited", _check_katex)
     app.connect("build-finished", _copy_katex)

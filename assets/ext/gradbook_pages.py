@@ -18,7 +18,8 @@
   book (and the shared ones), not the other language's: a page's twin is one
   click away through the language switch at its top.
 * **Head.**  Each page gets a ``<meta name="description">`` (its first
-  paragraph), and its ``<title>`` shows math as text (``forward f``), not TeX.
+  paragraph), and its ``<title>`` shows math as text (``forward f``, ``± 1``), not
+  TeX (``gradbook_math.plain_math``).
 
 Rewriting the final HTML (what templates hard-code) is done by
 :class:`TemplateBridge`, set as Sphinx's ``template_bridge``.
@@ -87,8 +88,16 @@ def used_css(files, body: str):
 
 
 def plain_text(node: nodes.Node) -> str:
-    """The text of ``node``, math included as its TeX without the markup (``f``, ``\\beta``)."""
-    return " ".join(node.astext().split())
+    """The text of ``node``, its math as plain Unicode text (``\\beta`` is ``β``, ``\\pm 1`` is ``± 1``)."""
+    def pieces(node):
+        if isinstance(node, nodes.math):
+            yield gradbook_math.plain_math(node)
+        elif isinstance(node, nodes.Text):
+            yield node.astext()
+        else:
+            for child in node.children:
+                yield from pieces(child)
+    return " ".join("".join(pieces(node)).split())
 
 
 def description(doctree: Optional[nodes.document]) -> str:
