@@ -142,10 +142,24 @@ def test_search_index_terms(html, term, lang):
 
 def test_search_results_show_math_in_titles_as_text(html):
     """A section title with math ("The effect of $\\lambda$") is listed as "The effect of λ", not as TeX."""
-    index = search_index(html)
-    titles = [*index["titles"], *index["alltitles"]]
+    titles = list(search_index(html)["alltitles"])  # (a page's own title is stored as HTML, typeset)
     assert [t for t in titles if re.search(r"\\[A-Za-z]", t)] == []
     assert any("λ" in t for t in titles)  # the titles with math are there, as text
+
+
+@pytest.mark.parametrize("term, lang", [("english", "zh"), ("中文", "en")])
+def test_the_language_switch_is_not_indexed(html, term, lang):
+    """Every chapter page links its twin ("English version", "中文版"); were the link indexed, a search
+    for "English" on the Chinese pages would find every chapter. Only pages whose text has it do."""
+    index = search_index(html)
+    hits = index["terms"].get(term, [])
+    found = {index["docnames"][i] for i in ([hits] if isinstance(hits, int) else hits)}
+    for name in chapters()[lang]:
+        page = soup(html / "chapters" / lang / f"{name}.html").select_one("article")
+        for switch in page.select("p.gradbook-lang-switch"):
+            switch.decompose()
+        has_term = term in page.get_text().lower()
+        assert (f"chapters/{lang}/{name}" in found) <= has_term, f"{lang}/{name} is found by {term!r}"
 
 
 @pytest.mark.parametrize("lang", book.languages())

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT / "assets" / "ext"))
 import gradbook_i18n  # noqa: E402
 import gradbook_math  # noqa: E402
 import gradbook_pages  # noqa: E402
+import gradbook_site  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +153,21 @@ def test_math_in_a_title_reads_as_text_and_typesets_as_tex():
     assert title.deepcopy().astext() == "The effect of λ"  # the table of contents keeps a copy
     assert section[1].astext() == r"\lambda"  # math outside titles is untouched
     assert nodes.Element.astext(title[1]) == r"\lambda"  # what visit_math typesets
+
+
+def test_the_search_index_reads_the_page_without_its_language_switch():
+    from docutils import nodes
+
+    doc = nodes.document(None, None)
+    doc += nodes.section("", nodes.title("", "Title"), nodes.paragraph("", "English version",
+                                                                       classes=["gradbook-lang-switch"]),
+                         nodes.paragraph("", "Body."))
+    indexed = gradbook_site.without_language_switch(doc)
+    assert indexed.astext().split() == ["Title", "Body."]
+    assert "English version" in doc.astext()  # the page itself keeps it
+    plain = nodes.document(None, None)
+    plain += nodes.paragraph("", "Body.")
+    assert gradbook_site.without_language_switch(plain) is plain  # nothing to remove: no copy
 
 
 def test_the_chinese_catalogs_have_the_theme_text():

@@ -6,7 +6,7 @@
   to render static figures, not live widgets.
 * Every chapter page gets a link to its twin in the other language, right
   under its title (a ``doc`` reference, so a missing twin is a warning and
-  ``-W`` fails the build).
+  ``-W`` fails the build); the search index leaves the link's text out.
 * Chinese pages are served with ``lang="zh-CN"``, and the themes write their
   own text on them in Chinese (:mod:`gradbook_i18n`).
 * Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
@@ -105,6 +105,26 @@ def _language_switch(app, doctree):
     section.insert(section.index(title) + 1 if title is not None else 0, para)
 
 
+def without_language_switch(doctree: nodes.document) -> nodes.document:
+    """``doctree`` without its language switch (a copy, if it has one): the search index leaves it out,
+    or searching "English" on the Chinese pages would find every chapter."""
+    def is_switch(node):
+        return isinstance(node, nodes.paragraph) and "gradbook-lang-switch" in node["classes"]
+    if next(iter(doctree.findall(is_switch)), None) is None:
+        return doctree
+    doctree = doctree.deepcopy()
+    for switch in list(doctree.findall(is_switch)):
+        switch.parent.remove(switch)
+    return doctree
+
+
+def _index_without_language_switch(app):
+    index_page = getattr(app.builder, "index_page", None)
+    if index_page is not None:
+        app.builder.index_page = lambda pagename, doctree, title: index_page(
+            pagename, without_language_switch(doctree), title)
+
+
 EXERCISE_WORD = {"en": "Exercise", "zh": "练习"}
 SOLUTION_WORD = {"en": "Solution to", "zh": "解答："}
 EXERCISE_TITLE = re.compile(
@@ -167,5 +187,6 @@ def setup(app):
         module.setup(app)
     app.connect("config-inited", _jieba_dictionary)
     app.connect("doctree-read", _language_switch)
+    app.connect("builder-inited", _index_without_language_switch)
     app.connect("html-page-context", _page_language)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
