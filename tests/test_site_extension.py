@@ -170,6 +170,25 @@ def test_the_search_index_reads_the_page_without_its_language_switch():
     assert gradbook_site.without_language_switch(plain) is plain  # nothing to remove: no copy
 
 
+def test_text_in_the_other_language_is_marked():
+    switch = '<p class="gradbook-lang-switch"><a class="reference internal" href="../en/05_ste.html">'
+    assert 'hreflang="en" lang="en" class=' in gradbook_site.mark_languages(switch, "chapters/zh/05_ste")
+    switch = switch.replace("../en/", "../zh/")
+    assert 'hreflang="zh-CN" lang="zh-CN"' in gradbook_site.mark_languages(switch, "chapters/en/05_ste")
+    body = ('<dt id="term-gradient">gradient<a href="#term-gradient">#</a></dt><dt id="term-2">梯度<a>#</a></dt>'
+            '<dd><p>The vector of partial derivatives; in TensorFlow, what <code>tf.gradients</code> returns.</p>'
+            '<p>标量对张量的偏导数组成的向量；在 TensorFlow 中即 <code>tf.gradients</code> 与 '
+            '<code>GradientTape.gradient</code> 的返回值。</p>'
+            '<p>Each entry can be linked: <code>{term}`梯度`</code> leads to it.</p></dd>'
+            '<div class="sd-card-title sd-font-weight-bold docutils">中文</div>')
+    marked = gradbook_site.mark_languages(body, "chapters/glossary")
+    assert marked.count('lang="zh-CN"') == 3
+    assert '<dt id="term-2" lang="zh-CN">梯度' in marked and '<p lang="zh-CN">标量' in marked
+    assert '<div class="sd-card-title sd-font-weight-bold docutils" lang="zh-CN">中文</div>' in marked
+    assert gradbook_site.mark_languages(body, "chapters/zh/01_gradients") == body  # a Chinese page: as it is
+    assert gradbook_site.mark_languages(marked, "chapters/glossary") == marked  # marked once
+
+
 def test_the_chinese_catalogs_have_the_theme_text():
     sphinx_zh = gradbook_i18n.zh_translator("sphinx", gradbook_i18n.CATALOGS[("general", "sphinx")])
     book_zh = gradbook_i18n.zh_translator("booktheme", gradbook_i18n.CATALOGS[("general", "booktheme")])

@@ -134,6 +134,27 @@ def test_explorer_labels_are_language_neutral(pages, page):
     assert words == [], f"{page}: explorer controls labelled with words: {words} (give explore() labels=)"
 
 
+@pytest.mark.parametrize("page", ["index.html", "chapters/glossary.html", "chapters/en/05_ste.html",
+                                  "chapters/zh/05_ste.html"])
+def test_text_in_the_other_language_is_marked(pages, page):
+    """WCAG 3.1.2: a screen reader reads Chinese on an English page with a Chinese voice only if told."""
+    soup = BeautifulSoup(pages.get(page) or (HTML / page).read_text(encoding="utf-8"), "html.parser")
+    article = soup.select_one("article")
+    for math in article.select("math"):
+        math.decompose()
+    if page.startswith("chapters/") and page.count("/") == 2:
+        other = "zh-CN" if "/en/" in page else "en"
+        link = article.select_one("p.gradbook-lang-switch a")
+        assert (link.get("lang"), link.get("hreflang")) == (other, other)
+        return
+    chinese = [block for block in article.select("p, dt")
+               if len(re.findall(r"[\u4e00-\u9fff]", block.get_text())) > len(re.findall(r"[A-Za-z]", block.get_text()))]
+    assert chinese, "no Chinese block found"
+    assert [b.get_text()[:30] for b in chinese if b.get("lang") != "zh-CN"] == []
+    english = [block for block in article.select("p, dt") if not re.search(r"[\u4e00-\u9fff]", block.get_text())]
+    assert english and all(block.get("lang") is None for block in english)
+
+
 @pytest.mark.parametrize("page", CHAPTER_PAGES)
 def test_the_search_box_searches_in_the_page_language(pages, page):
     form = BeautifulSoup(pages[page], "html.parser").select_one("form.bd-search")

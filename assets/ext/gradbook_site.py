@@ -8,7 +8,9 @@
   under its title (a ``doc`` reference, so a missing twin is a warning and
   ``-W`` fails the build); the search index leaves the link's text out.
 * Chinese pages are served with ``lang="zh-CN"``, and the themes write their
-  own text on them in Chinese (:mod:`gradbook_i18n`).
+  own text on them in Chinese (:mod:`gradbook_i18n`).  Text in the other
+  language is marked too: the link to a page's twin, and the Chinese blocks
+  of the bilingual home page and glossary.
 * Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
   for ``ch03-ex1``; "练习 3.1" on Chinese pages), not by sphinx-exercise's
   book-wide counter.
@@ -160,6 +162,34 @@ def unique_scripts(scripts):
     return kept
 
 
+LATIN = re.compile(r"[A-Za-z]")
+# The blocks of a shared (bilingual) page that may be in Chinese: paragraphs, glossary terms, card titles.
+BLOCK = re.compile(r'<(p|dt)((?:\s[^>]*)?)>(.*?)</\1>|<(div)( class="sd-card-title[^"]*")>(.*?)</div>', re.S)
+
+
+def mark_languages(body: str, pagename: str) -> str:
+    """Says which language text is in where it differs from the page's (WCAG 3.1.2), so that a screen
+    reader reads it with the right voice: a chapter's link to its twin gets ``lang`` and ``hreflang``;
+    on a shared page in English (the home page, the glossary), a block written mostly in Chinese gets
+    ``lang="zh-CN"``."""
+    found = chapter_language(pagename)
+    if found:
+        other = gradbook_i18n.HTML_LANG["zh" if found[0] == "en" else "en"]
+        return body.replace('<p class="gradbook-lang-switch"><a ',
+                            f'<p class="gradbook-lang-switch"><a hreflang="{other}" lang="{other}" ', 1)
+    if gradbook_i18n.page_language(pagename) != "en":
+        return body
+
+    def mark(match):
+        tag, attributes, inner = (match[1], match[2], match[3]) if match[1] else (match[4], match[5], match[6])
+        text = re.sub(r"<[^>]+>", "", re.sub(r"<math\b.*?</math>", "", inner, flags=re.S))  # (KaTeX's MathML: TeX)
+        chinese, latin = len("".join(CJK.findall(text))), len(LATIN.findall(text))
+        if chinese == 0 or chinese < (chinese + latin) / 5 or "lang=" in attributes:
+            return match[0]
+        return f'<{tag}{attributes} lang="zh-CN">{inner}</{tag}>'
+    return BLOCK.sub(mark, body)
+
+
 def _page_language(app, pagename, templatename, context, doctree):
     # Jupyter Book leaves the theme's default_mode empty, which makes the
     # pydata theme log "Got invalid theme mode" in every reader's console.
@@ -170,6 +200,8 @@ def _page_language(app, pagename, templatename, context, doctree):
     found = chapter_language(pagename)
     if found and "body" in context:
         context["body"] = localize_exercises(context["body"], found[0])
+    if "body" in context:
+        context["body"] = mark_languages(context["body"], pagename)
 
 
 def setup(app):
