@@ -17,7 +17,9 @@ Colab may still ship) to ``NEWEST`` (the one this book is built with).
 
 from __future__ import annotations
 
+import platform
 import re
+import sys
 import warnings
 
 OLDEST, NEWEST = (2, 19), (2, 21)  # (major, minor) of the oldest and newest tested release
@@ -36,15 +38,20 @@ def _supported_text() -> str:
     return f"{_text(OLDEST)} to {_text(NEWEST)}"
 
 
-# The packages that have installed the ``tensorflow`` module on some platform.
-# ``tensorflow`` and ``tensorflow-cpu`` hold it themselves from 2.19 on; before,
-# on Windows (``tensorflow`` 2.11 to 2.18.0, ``tensorflow-cpu`` 2.10 to 2.18.0),
-# macOS on Apple silicon (``tensorflow`` 2.13 to 2.15) and Linux on ARM64
-# (``tensorflow`` 2.10 to 2.15) they were small packages requiring the one that
-# held it (``tensorflow-intel``, ``tensorflow-macos``, ``tensorflow-cpu-aws``);
-# ``tensorflow-gpu`` ended with 2.10 (its later releases refuse to install).
+# The packages that install the ``tensorflow`` module, or a wrapper around the
+# one that does.  ``tensorflow`` and ``tensorflow-cpu`` hold it themselves from
+# 2.19 on.  Before, some releases were small wrappers requiring the package
+# that held it: on Windows ``tensorflow`` 2.11 to 2.18.0 and ``tensorflow-cpu``
+# 2.10 to 2.18.0 (``tensorflow-intel``), on macOS on Apple silicon
+# ``tensorflow`` 2.13.0 to 2.15.0 (``tensorflow-macos``, whose own 2.16
+# releases are wrappers the other way round), on Linux on ARM64 ``tensorflow``
+# 2.10 to 2.15.1 (``tensorflow-cpu-aws``).  ``tensorflow-gpu`` ended with 2.10;
+# nightly, Intel-optimised and ROCm builds are packages of their own.
 MODULE_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos",
-                   "tensorflow-cpu-aws")
+                   "tensorflow-cpu-aws", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu", "intel-tensorflow",
+                   "tensorflow-rocm")
+# The two names TensorFlow is published under today, one of them alone being the healthy install.
+CURRENT = ("tensorflow", "tensorflow-cpu")
 
 
 def _installed(name: str) -> bool:
@@ -57,12 +64,17 @@ def _installed(name: str) -> bool:
     return True
 
 
+def installed_packages() -> list:
+    """The packages of :data:`MODULE_PACKAGES` that are installed, in that order."""
+    return [name for name in MODULE_PACKAGES if _installed(name)]
+
+
 def module_owners() -> list:
     """The packages of :data:`MODULE_PACKAGES` that installed files of the ``tensorflow`` module.
 
-    Two owners mean two releases' files mixed in one folder: pip lays the
+    Two owners mean two installs' files mixed in one folder: pip lays the
     second over the first, and uninstalling either deletes files the other
-    needs.
+    needs.  A package whose files cannot be read counts as no owner.
     """
     from importlib import metadata
 
@@ -70,44 +82,48 @@ def module_owners() -> list:
     for name in MODULE_PACKAGES:
         try:
             dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
+            top_level = dist.read_text("top_level.txt")
+            if top_level is not None:
+                owns = "tensorflow" in top_level.split()
+            else:
+                owns = any(path.parts[:1] == ("tensorflow",) for path in dist.files or ())
+        except (metadata.PackageNotFoundError, OSError):
             continue
-        top_level = dist.read_text("top_level.txt")
-        if top_level is not None:
-            owns = "tensorflow" in top_level.split()
-        else:
-            owns = any(path.parts[:1] == ("tensorflow",) for path in dist.files or ())
         if owns:
             owners.append(name)
     return owners
 
 
 def distribution() -> str:
-    """The name TensorFlow is installed under: ``tensorflow`` (Colab's) or
-    ``tensorflow-cpu``; pip must be told the same name, or it installs a
-    second TensorFlow beside the first."""
-    for name in ("tensorflow-cpu", "tensorflow"):
+    """The name to install TensorFlow under: the installed one of :data:`CURRENT` (``tensorflow``,
+    Colab's, when both are), else the one published for this machine (``tensorflow-cpu`` on
+    Windows and Linux on x86-64, ``tensorflow`` elsewhere).  pip must be told the installed
+    name, or it installs a second TensorFlow beside the first."""
+    for name in CURRENT:
         if _installed(name):
             return name
-    return "tensorflow"
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    return "tensorflow-cpu" if sys.platform == "win32" or (sys.platform.startswith("linux") and x86) else "tensorflow"
 
 
-def upgrade_advice() -> str:
+def upgrade_advice(reinstall: bool = False) -> str:
     """The pip command(s) that put the newest tested TensorFlow in place of the installed one.
 
-    Usually one ``pip install`` under the installed name.  When the module is
-    held by another package than ``tensorflow``/``tensorflow-cpu`` (the split
-    packages of :data:`MODULE_PACKAGES`, or ``tensorflow-gpu``), or by more than
-    one, an install on top would mix two releases' files and leave a package
-    whose removal deletes the new TensorFlow: every TensorFlow package is
-    uninstalled first.  Either way, a running kernel keeps the TensorFlow it
-    imported until it restarts.
+    One ``pip install`` under the installed name when exactly one of
+    :data:`CURRENT` is installed.  Otherwise (a wrapper and the package
+    holding the module, an old or nightly build, two installs mixed), and
+    whenever ``reinstall`` is set, every package of :data:`MODULE_PACKAGES`
+    that is installed is uninstalled first: an install laid over them would
+    mix two releases' files and leave a package whose removal deletes the new
+    TensorFlow.  A running kernel keeps the TensorFlow it imported until it
+    restarts; on Windows it also holds the files pip must replace.
     """
     install = f'`pip install "{distribution()}=={_text(NEWEST)}.*"`'
-    owners = module_owners()
-    if len(owners) > 1 or set(owners) - {"tensorflow", "tensorflow-cpu"}:
-        installed = " ".join(name for name in MODULE_PACKAGES if _installed(name))
-        install = f"first `pip uninstall -y {installed}`, then {install}"
+    installed = installed_packages()
+    if installed and (reinstall or len(installed) > 1 or installed[0] not in CURRENT):
+        install = f"first `pip uninstall -y {' '.join(installed)}`, then {install}"
+    if sys.platform == "win32":
+        return f"in a terminal, with this kernel shut down: {install}; then start the kernel again"
     return f"{install}, then restart the kernel"
 
 
@@ -139,18 +155,16 @@ def check_version(version: str) -> None:
         return
     owners = module_owners()
     if len(owners) > 1:
-        warnings.warn(f"TensorFlow {version} was installed over the files of another release: {', '.join(owners)} "
-                      f"all installed the tensorflow module, so its folder mixes their files, and removing one "
-                      f"package deletes files the other needs. Reinstall it ({upgrade_advice()}).",
-                      UntestedTensorFlowWarning, stacklevel=2)
+        warnings.warn(f"TensorFlow {version} was installed by more than one package ({', '.join(owners[:-1])} and "
+                      f"{owners[-1]}): its folder mixes their files, and removing one package deletes files the "
+                      f"other needs. Reinstall it ({upgrade_advice()}).", UntestedTensorFlowWarning, stacklevel=2)
 
 
 try:
     import tensorflow as tf
 except ImportError as err:  # pragma: no cover - exercised only without TF
-    raise ImportError(
-        f"gradlib needs TensorFlow {_supported_text()}: `pip install \"tensorflow-cpu=={_text(NEWEST)}.*\"` "
-        "(or use the TensorFlow that Colab already has)."
-    ) from err
+    # Nothing installed, or a package still listed whose module is gone (a wrapper's holder uninstalled).
+    raise ImportError(f"gradlib needs TensorFlow {_supported_text()}, and TensorFlow cannot be imported: "
+                      f"install it ({upgrade_advice(reinstall=True)}).") from err
 
 check_version(tf.__version__)

@@ -86,13 +86,6 @@ def test_version_is_the_installed_metadata():
 
 # -- the TensorFlow version gate ---------------------------------------------------------------
 
-@pytest.mark.parametrize("version", ["2.19.0", "2.20.1", "2.21.0", "2.21.0rc1", "2.21.5"])
-def test_tested_versions_pass_quietly(version):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        _compat.check_version(version)
-
-
 @pytest.mark.parametrize("version", ["2.18.1", "2.9.0", "1.15.5", "0.12.0"])
 def test_older_versions_raise_naming_the_range(version):
     with pytest.raises(ImportError, match=r"2\.19 to 2\.21.*" + version.replace(".", r"\.")):
@@ -115,17 +108,33 @@ def test_an_unreadable_version_warns(version):
 @pytest.fixture
 def packages(tmp_path, monkeypatch):
     """Installs fake packages on disk, as pip does (``name-version.dist-info`` with its top-level
-    modules), in a folder that is all importlib.metadata searches during the test."""
-    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    modules), in a folder that is all importlib.metadata searches during the test, on a Linux x86-64
+    machine whatever machine runs the test."""
+    import platform
 
-    def install(name, version, module=True):
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+
+    def install(name, version, module=True, top_level=True):
         info = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
         info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        # A split package's wrapper holds no module: an empty top_level.txt and only its .dist-info files.
-        info.joinpath("top_level.txt").write_text("tensorflow\n" if module else "")
+        files = ["tensorflow/__init__.py"] if module else []
+        info.joinpath("RECORD").write_text("".join(f"{f},,\n" for f in [*files, f"{info.name}/METADATA"]))
+        if top_level:  # a wrapper holds no module: an empty top_level.txt and only its .dist-info files
+            info.joinpath("top_level.txt").write_text("tensorflow\n" if module else "")
         return info
     return install
+
+
+@pytest.mark.parametrize("version", ["2.19.0", "2.20.1", "2.21.0", "2.21.0rc1", "2.21.5"])
+@pytest.mark.parametrize("name", ["tensorflow", "tensorflow-cpu"])
+def test_one_tensorflow_in_the_range_passes_quietly(packages, name, version):
+    packages(name, version)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _compat.check_version(version)
 
 
 @pytest.mark.parametrize("name", ["tensorflow", "tensorflow-cpu"])
@@ -138,9 +147,6 @@ def test_the_advice_names_the_tensorflow_distribution_that_is_installed(packages
     assert "uninstall" not in str(raised.value)  # nothing to remove: the install replaces the module
     with pytest.warns(gradlib.UntestedTensorFlowWarning, match=f'pip install "{name}==2.21.\\*"'):
         _compat.check_version("2.22.0")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        _compat.check_version("2.21.0")  # one owner in the range: silent
 
 
 @pytest.mark.parametrize("wrapper, holder", [("tensorflow", "tensorflow-intel"), ("tensorflow-cpu", "tensorflow-intel"),
@@ -154,24 +160,76 @@ def test_the_advice_removes_a_split_tensorflow_first(packages, wrapper, holder):
     advice = f'first `pip uninstall -y {wrapper} {holder}`, then `pip install "{wrapper}==2\\.21\\.\\*"`'
     with pytest.raises(ImportError, match=advice):
         _compat.check_version("2.15.0")
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=advice):
+        _compat.check_version("2.22.0")
 
 
-@pytest.mark.parametrize("holder, version", [("tensorflow-macos", "2.12.0"), ("tensorflow-gpu", "2.10.1")])
-def test_a_holder_alone_or_an_old_gpu_package_is_removed_too(packages, holder, version):
+def test_a_wrapper_the_other_way_round_is_removed_too(packages):
+    """tensorflow-macos 2.16 is a wrapper requiring tensorflow: installing tensorflow 2.21 beside it
+    would break its pin, so it goes first."""
+    packages("tensorflow", "2.16.2")
+    packages("tensorflow-macos", "2.16.2", module=False)
+    assert _compat.module_owners() == ["tensorflow"]
+    with pytest.raises(ImportError, match=r'first `pip uninstall -y tensorflow tensorflow-macos`, then `pip install "tensorflow=='):
+        _compat.check_version("2.16.2")
+
+
+@pytest.mark.parametrize("system, machine, name", [("linux", "x86_64", "tensorflow-cpu"), ("win32", "AMD64", "tensorflow-cpu"),
+                                                   ("darwin", "arm64", "tensorflow"), ("linux", "aarch64", "tensorflow")])
+@pytest.mark.parametrize("holder, version", [("tensorflow-macos", "2.12.0"), ("tensorflow-gpu", "2.10.1"),
+                                             ("tf-nightly", "2.23.0.dev20261026"), ("intel-tensorflow", "2.14.0")])
+def test_another_package_alone_is_replaced_by_the_one_published_for_the_machine(
+        packages, monkeypatch, holder, version, system, machine, name):
+    """tensorflow-cpu exists for Windows and Linux on x86-64 only."""
+    import platform
+
     packages(holder, version)
-    with pytest.raises(ImportError, match=f'first `pip uninstall -y {holder}`, then `pip install "tensorflow=='):
-        _compat.check_version(version)
+    monkeypatch.setattr(sys, "platform", system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    with pytest.raises(ImportError, match=f'first `pip uninstall -y {holder}`, then `pip install "{name}=='):
+        _compat.check_version("2.12.0")
+
+
+def test_on_windows_the_advice_says_to_shut_the_kernel_down_first(packages, monkeypatch):
+    packages("tensorflow", "2.18.0", module=False)
+    packages("tensorflow-intel", "2.18.0")
+    monkeypatch.setattr(sys, "platform", "win32")
+    with pytest.raises(ImportError, match=r"in a terminal, with this kernel shut down: first `pip uninstall -y "
+                                          r"tensorflow tensorflow-intel`, then .*; then start the kernel again"):
+        _compat.check_version("2.18.0")
+
+
+def test_both_current_names_prefer_colabs_tensorflow(packages):
+    packages("tensorflow", "2.21.0")
+    packages("tensorflow-cpu", "2.21.0")
+    assert _compat.distribution() == "tensorflow"
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=r"more than one package \(tensorflow and tensorflow-cpu\).*"
+                      r'first `pip uninstall -y tensorflow tensorflow-cpu`, then `pip install "tensorflow=='):
+        _compat.check_version("2.21.0")
 
 
 def test_a_tensorflow_laid_over_another_release_warns_even_in_the_range(packages):
-    """The page's plain upgrade run on Windows' split 2.18.0: tensorflow-cpu 2.21 now holds the module,
-    and so does the old tensorflow-intel, whose removal would delete 2.21's files."""
+    """The plain upgrade run on Windows' split 2.18.0: tensorflow-cpu 2.21 now holds the module, and so
+    does the old tensorflow-intel, whose removal would delete 2.21's files.  (A package without a
+    top_level.txt is read from its RECORD.)"""
     packages("tensorflow-cpu", "2.21.0")
-    packages("tensorflow-intel", "2.18.0")
+    packages("tensorflow-intel", "2.18.0", top_level=False)
     assert _compat.module_owners() == ["tensorflow-cpu", "tensorflow-intel"]
     advice = r'first `pip uninstall -y tensorflow-cpu tensorflow-intel`, then `pip install "tensorflow-cpu==2\.21\.\*"`'
-    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=r"tensorflow-cpu, tensorflow-intel .*" + advice):
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match=r"\(tensorflow-cpu and tensorflow-intel\).*" + advice):
         _compat.check_version("2.21.0")
+
+
+def test_a_listed_tensorflow_without_its_module_is_reinstalled(packages):
+    """After the holder of a split install was uninstalled, pip still lists tensorflow but nothing imports:
+    `pip install` would answer "already satisfied", so the advice when the import fails reinstalls."""
+    packages("tensorflow", "2.21.0")
+    assert _compat.upgrade_advice() == '`pip install "tensorflow==2.21.*"`, then restart the kernel'
+    assert _compat.upgrade_advice(reinstall=True).startswith('first `pip uninstall -y tensorflow`, then')
+
+
+def test_nothing_installed_gets_a_plain_install(packages):
+    assert _compat.upgrade_advice(reinstall=True) == '`pip install "tensorflow-cpu==2.21.*"`, then restart the kernel'
 
 
 def test_the_classroom_keeps_its_old_import_paths_as_the_same_modules():
