@@ -16,12 +16,13 @@ from typing import List
 
 __all__ = ["plain_label"]
 
-#: Greek letters and letter-like symbols: like a variable, they swallow the space after them (``\Delta t`` is ``Δt``)
+#: Greek letters and letter-like symbols: like a variable, they swallow the space after them (``\Delta t`` is ``Δt``);
+#: the characters TeX and KaTeX typeset (``\phi`` is U+03D5 ϕ, ``\varphi`` U+03C6 φ), so a label matches the prose
 GREEK = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ϵ", "varepsilon": "ε", "zeta": "ζ",
     "eta": "η", "theta": "θ", "vartheta": "ϑ", "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν",
     "xi": "ξ", "pi": "π", "varpi": "ϖ", "rho": "ρ", "varrho": "ϱ", "sigma": "σ", "varsigma": "ς", "tau": "τ",
-    "upsilon": "υ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
+    "upsilon": "υ", "phi": "ϕ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
     "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ",
     "Upsilon": "Υ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
     "partial": "∂", "nabla": "∇", "ell": "ℓ", "infty": "∞", "star": "⋆", "prime": "′", "top": "⊤",

@@ -26,6 +26,11 @@ from ._plain_tex import plain_label
 PLAIN_TITLES = {r"$y = f(x)$": "y = f(x)", r"$\partial y / \partial x$": "∂y/∂x"}
 
 
+def _italic(text: str) -> str:
+    """A lone Latin letter is a variable, set in italics as TeX does (an upright "l" reads as "1")."""
+    return ' font-style="italic"' if len(text) == 1 and text.isascii() and text.isalpha() else ""
+
+
 def _round(values: np.ndarray) -> List:
     """Finite values to SIGNIFICANT digits; NaN/inf become None (a gap)."""
     out = []
@@ -82,12 +87,14 @@ def render(explorer, element_id: str) -> str:
         controls.append(f'<label class="gbx-control"><span class="gbx-label">{label}</span>{widget}</label>')
 
     titles = [html.escape(PLAIN_TITLES.get(t, plain_label(t))) for t in explorer.titles]
+    xlabel = plain_label(explorer.xlabel)
     described = " | ".join(titles)  # language-neutral, like the figure: the same on English and Chinese pages
     svg = [f'<svg class="gbx-plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
            f'aria-label="{described}">']
     for p, panel in enumerate(PANELS):
         left, top, w, h = panel["left"], panel["top"], panel["width"], panel["height"]
-        svg.append(f'<text class="gbx-title" x="{left + w / 2}" y="{top - 12}" text-anchor="middle">{titles[p]}</text>')
+        svg.append(f'<text class="gbx-title" x="{left + w / 2}" y="{top - 12}" text-anchor="middle"'
+                   f'{_italic(titles[p])}>{titles[p]}</text>')
         svg.append(f'<rect class="gbx-frame" x="{left}" y="{top}" width="{w}" height="{h}"/>')
         for axis, (lo, hi) in (("x", xlim), ("y", ylims[p])):
             for t in _ticks(lo, hi):
@@ -99,7 +106,8 @@ def render(explorer, element_id: str) -> str:
                     py = top + (1 - (t - lo) / (hi - lo)) * h
                     svg.append(f'<line class="gbx-grid{" gbx-zero" if t == 0 else ""}" x1="{left}" y1="{py:.1f}" x2="{left + w}" y2="{py:.1f}"/>')
                     svg.append(f'<text class="gbx-tick" x="{left - 6}" y="{py + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
-        svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle">{html.escape(plain_label(explorer.xlabel))}</text>')
+        svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle"'
+                   f'{_italic(xlabel)}>{html.escape(xlabel)}</text>')
         points = fmt.points(xs, all_frames[key][p], panel, xlim, ylims[p])
         svg.append(f'<polyline class="gbx-curve {fmt.CURVES[p]}" points="{points}"/>')
     svg.append("</svg>")

@@ -280,15 +280,17 @@ class Explorer:
         """
         import ipywidgets as widgets
 
+        from ._plain_tex import plain_label
+
         image = widgets.Image(value=self.png(), format="png")
 
         def control(name, options):
             if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in options):
                 w = widgets.SelectionSlider(options=list(options), value=self.values[name],
-                                            description=self.labels[name], continuous_update=True)
+                                            description=plain_label(self.labels[name]), continuous_update=True)
             else:
                 w = widgets.ToggleButtons(options=list(options), value=self.values[name],
-                                          description=self.labels[name])
+                                          description=plain_label(self.labels[name]))
 
             def on_change(change):
                 self.update(**{name: change["new"]})

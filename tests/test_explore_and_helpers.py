@@ -47,6 +47,24 @@ def test_live_widget_moves_the_curve():
     assert not np.allclose(before, explorer.data()[2])
 
 
+def test_live_controls_show_labels_as_text():
+    """Colab and VS Code show a widget's description as it is (no TeX): "β₁", not "$\\beta_1$"."""
+    family = lambda f, beta: smooth_relu(beta) if f == "a" else tf.tanh  # noqa: E731
+    explorer = gradlib.explore(family, GRID, {"f": ["a", "b"], "beta": [1, 2]},
+                               labels={"f": r"$\phi$", "beta": r"$\beta_1$"})
+    assert [c.description for c in explorer.widget().children[:2]] == ["\u03d5", "β₁"]
+
+
+def test_a_lone_letter_on_an_axis_or_title_is_italic_like_a_variable():
+    markup = gradlib.explore_panels(lambda a: (np.arange(3.0), np.arange(3.0)), np.arange(3), {"a": [1, 2]},
+                                    titles=(r"$c$", r"$\log_{10} L$"), xlabel=r"$l$").static_html()
+    assert 'class="gbx-axis"' in markup and 'font-style="italic">l</text>' in markup
+    assert 'font-style="italic">c</text>' in markup and 'text-anchor="middle">log₁₀ L</text>' in markup
+    upright = gradlib.explore_panels(lambda a: (np.arange(3.0), np.arange(3.0)), np.arange(3), {"a": [1, 2]},
+                                     titles=("A", "B"), xlabel=r"$\mathrm{epoch}$").static_html()
+    assert 'text-anchor="middle">epoch</text>' in upright
+
+
 def test_static_display_while_building_the_book(monkeypatch):
     shown = []
     monkeypatch.setenv("GRADBOOK_BUILD", "1")
@@ -105,7 +123,7 @@ def test_non_finite_values_become_gaps_and_labels_become_plain_text():
     (r"\min\ L_y - \lambda L_d", "min L_y - λL_d"),
     (r"\mathbb 1", "1"), (r"\mathbb{R}", "ℝ"), (r"\boldsymbol{\theta}", "θ"), (r"\left( x \right.", "(x"),
     (r"\bar{x}", "x̄"), (r"\tilde x", "x̃"), (r"\hat{\theta}_t", "θ̂ₜ"), (r"\frac{a+1}{b}", "(a+1)/b"),
-    (r"\frac12", "1/2"),
+    (r"\frac12", "1/2"), (r"\phi \varphi \epsilon \varepsilon", "\u03d5\u03c6\u03f5\u03b5"),  # as KaTeX draws them
     (r"\sqrt{x+1}", "√(x+1)"), (r"x^{-1}", "x⁻¹"), (r"x^2", "x²"), (r"x^T", "x^T"), (r"x^\star", "x⋆"), (r"x^*", "x*"),
     (r"w^{(t)}", "w^(t)"), (r"w^{(2)}", "w⁽²⁾"),
     (r"x_{t+1}", "xₜ₊₁"), (r"x_{\max}", "xₘₐₓ"), (r"t_{\nabla f}", "t_(∇f)"), (r"1, \ldots, n", "1, …, n"),

@@ -155,6 +155,17 @@ def test_text_in_the_other_language_is_marked(pages, page):
     assert english and all(block.get("lang") is None for block in english)
 
 
+@pytest.mark.parametrize("page", [p for p in CHAPTER_PAGES if p.startswith("chapters/en/")])
+def test_an_explorer_reads_the_same_on_both_twins(pages, page):
+    """The twins share their code cells, but the twins check ignores string literals: the labels,
+    options, titles and axes of each explorer must match between the English and the Chinese page."""
+    def texts(text):
+        return [[node.get_text() for node in explorer.select(".gbx-label, option, .gbx-title, .gbx-axis")]
+                for explorer in BeautifulSoup(text, "html.parser").select(".gradbook-explorer")]
+    twin = page.replace("chapters/en/", "chapters/zh/")
+    assert texts(pages[page]) == texts(pages[twin])
+
+
 @pytest.mark.parametrize("page", CHAPTER_PAGES)
 def test_the_search_box_searches_in_the_page_language(pages, page):
     form = BeautifulSoup(pages[page], "html.parser").select_one("form.bd-search")
