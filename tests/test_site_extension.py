@@ -146,13 +146,23 @@ def test_math_in_a_title_reads_as_text_and_typesets_as_tex():
 
     title = nodes.title("", "", nodes.Text("The effect of "), nodes.math("", r"\lambda"))
     section = nodes.section("", title, nodes.paragraph("", "", nodes.math("", r"\lambda")), ids=["s"])
-    document = nodes.document(None, None)
+    from docutils.utils import new_document
+
+    document = new_document("test")
     document += section
     gradbook_math.title_math(document)
     assert title.astext() == "The effect of λ" and isinstance(title[1], gradbook_math.TitleMath)
     assert title.deepcopy().astext() == "The effect of λ"  # the table of contents keeps a copy
     assert section[1].astext() == r"\lambda"  # math outside titles is untouched
     assert nodes.Element.astext(title[1]) == r"\lambda"  # what visit_math typesets
+    # docutils' visitors dispatch on the class name (Sphinx's title collector copies titles with one)
+    copier = nodes.TreeCopyVisitor(document)
+    title.walkabout(copier)
+    assert copier.get_tree_copy().astext() == "The effect of λ"
+    from sphinx.transforms import SphinxContentsFilter
+    title.walkabout(SphinxContentsFilter(document))
+    import pickle
+    assert pickle.loads(pickle.dumps(section)).astext().startswith("The effect of λ")  # the doctree cache
 
 
 def test_the_search_index_reads_the_page_without_its_language_switch():

@@ -71,6 +71,11 @@ class TitleMath(nodes.math):
         return plain_math(self)
 
 
+# docutils' visitors (Sphinx's title collector, table of contents, writers) dispatch on the class's
+# name: named "math", a TitleMath is visited as any math.  Pickling uses the qualified name, TitleMath.
+TitleMath.__name__ = "math"
+
+
 class MathInTitles(SphinxTransform):
     """Makes every math node inside a title a :class:`TitleMath`, before Sphinx's domains record the
     section names (priority 850) and the table of contents takes the titles (doctree-read)."""
