@@ -115,10 +115,11 @@ def packages(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(sys, "executable", "")  # the advice then says plain `pip` (tested on its own below)
 
-    def install(name, version, module=True, top_level=True):
-        info = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
-        info.mkdir()
+    def install(name, version, module=True, top_level=True, folder=tmp_path):
+        info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True)
         info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         files = ["tensorflow/__init__.py"] if module else []
         info.joinpath("RECORD").write_text("".join(f"{f},,\n" for f in [*files, f"{info.name}/METADATA"]))
@@ -177,7 +178,8 @@ def test_a_wrapper_the_other_way_round_is_removed_too(packages):
 @pytest.mark.parametrize("system, machine, name", [("linux", "x86_64", "tensorflow-cpu"), ("win32", "AMD64", "tensorflow-cpu"),
                                                    ("darwin", "arm64", "tensorflow"), ("linux", "aarch64", "tensorflow")])
 @pytest.mark.parametrize("holder, version", [("tensorflow-macos", "2.12.0"), ("tensorflow-gpu", "2.10.1"),
-                                             ("tf-nightly", "2.23.0.dev20261026"), ("intel-tensorflow", "2.14.0")])
+                                             ("tf-nightly", "2.23.0.dev20261026"), ("intel-tensorflow", "2.14.0"),
+                                             ("tensorflow-aarch64", "2.15.1")])
 def test_another_package_alone_is_replaced_by_the_one_published_for_the_machine(
         packages, monkeypatch, holder, version, system, machine, name):
     """tensorflow-cpu exists for Windows and Linux on x86-64 only."""
@@ -230,6 +232,58 @@ def test_a_listed_tensorflow_without_its_module_is_reinstalled(packages):
 
 def test_nothing_installed_gets_a_plain_install(packages):
     assert _compat.upgrade_advice(reinstall=True) == '`pip install "tensorflow-cpu==2.21.*"`, then restart the kernel'
+
+
+def test_a_package_in_another_folder_is_shadowed_not_mixed(packages, tmp_path, monkeypatch):
+    """A user site over the system one: two installs in two folders, the imported one healthy."""
+    user, system = tmp_path / "user", tmp_path / "system"
+    packages("tensorflow-cpu", "2.21.0", folder=user)
+    packages("tensorflow", "2.19.0", folder=system)
+    monkeypatch.setattr(sys, "path", [str(user), str(system)])
+    assert _compat.module_owners(user) == ["tensorflow-cpu"] and _compat.installed_packages(user) == ["tensorflow-cpu"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _compat.check_version("2.21.0", folder=user)
+    with pytest.warns(gradlib.UntestedTensorFlowWarning, match="more than one package"):
+        _compat.check_version("2.21.0")  # without the folder, both count
+
+
+def test_the_advice_runs_the_pip_of_this_python(packages, monkeypatch):
+    packages("tensorflow", "2.18.0")
+    monkeypatch.setattr(sys, "executable", "/opt/my env/bin/python")
+    assert _compat.upgrade_advice() == ('`"/opt/my env/bin/python" -m pip install "tensorflow==2.21.*"`, '
+                                        'then restart the kernel')
+
+
+@pytest.mark.parametrize("system, machine, reason", [("darwin", "x86_64", "no release after 2.16 for Intel Macs"),
+                                                     ("win32", "ARM64", "no packages for Windows on ARM")])
+def test_a_machine_tensorflow_publishes_nothing_for_is_told_so(packages, monkeypatch, system, machine, reason):
+    import platform
+
+    packages("tensorflow", "2.16.2")
+    monkeypatch.setattr(sys, "platform", system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    with pytest.raises(ImportError, match=reason + ": use a Linux machine, a virtual machine or a class JupyterHub"):
+        _compat.check_version("2.16.2")
+
+
+def test_a_failed_import_says_whether_tensorflow_is_installed(packages):
+    assert "install it (`pip install \"tensorflow-cpu==2.21.*\"`" in str(_compat.import_failed())
+    packages("tensorflow-cpu", "2.21.0")
+    message = str(_compat.import_failed())
+    assert "tensorflow-cpu is installed, but `import tensorflow` fails (the error above says why)" in message
+    assert 'reinstall it (first `pip uninstall -y tensorflow-cpu`, then `pip install "tensorflow-cpu==2.21.*"`' in message
+
+
+def test_a_module_that_is_not_tensorflow_is_named(tmp_path):
+    import types
+
+    import tensorflow as tf
+
+    assert _compat.not_tensorflow(tf) is None
+    impostor = types.ModuleType("tensorflow")
+    impostor.__file__ = str(tmp_path / "tensorflow.py")
+    assert f"found {impostor.__file__}, which is not TensorFlow: rename" in str(_compat.not_tensorflow(impostor))
 
 
 def test_the_classroom_keeps_its_old_import_paths_as_the_same_modules():
