@@ -34,7 +34,7 @@ SYMBOLS = {
     "circ": "∘", "ast": "∗", "bullet": "•", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠",
     "lt": "<", "gt": ">", "ll": "≪", "gg": "≫", "approx": "≈", "sim": "∼", "simeq": "≃", "equiv": "≡",
     "propto": "∝", "in": "∈", "notin": "∉", "subset": "⊂", "subseteq": "⊆", "cup": "∪", "cap": "∩",
-    "forall": "∀", "exists": "∃", "mid": "|", "to": "→", "rightarrow": "→", "leftarrow": "←", "gets": "←",
+    "forall": "∀", "exists": "∃", "mid": "|", "bmod": "mod", "to": "→", "rightarrow": "→", "leftarrow": "←", "gets": "←",
     "Rightarrow": "⇒", "leftrightarrow": "↔", "mapsto": "↦", "sum": "∑", "prod": "∏", "int": "∫",
     "ldots": "…", "cdots": "…", "dots": "…", "vdots": "⋮",
 }
@@ -56,6 +56,8 @@ ACCENTS = {"hat": "\u0302", "widehat": "\u0302", "bar": "\u0304", "overline": "\
            "underline": "\u0332"}
 #: delimiter sizes, dropped (the delimiter after them stays; ``\left.`` is nothing)
 SIZING = {"left", "right", "middle"} | {b + s for b in ("big", "Big", "bigg", "Bigg") for s in ("", "l", "r", "m")}
+#: commands that only choose a style or placement: dropped
+STYLES = {"displaystyle", "textstyle", "scriptstyle", "limits", "nolimits"}
 #: TeX spaces and escaped characters
 SPACES = {",": " ", ";": " ", ":": " ", "!": "", " ": " ", "quad": " ", "qquad": " ", "\\": " ",
           "|": "‖", "{": "{", "}": "}", "_": "_", "%": "%", "&": "&", "#": "#", "$": "$"}
@@ -132,6 +134,8 @@ def _group(tokens: List[str], label: str, closing: bool = False) -> str:
                     index.append(tokens.pop())
                 tokens[-1:] = []  # the "]"
             piece = _script("^", _group(index[::-1], label)) + "√" + _paren(_argument(tokens, label))
+        elif name in STYLES:
+            piece = ""
         elif name in SIZING:
             _skip_space(tokens)
             delimiter = tokens.pop() if tokens else "."

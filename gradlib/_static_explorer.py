@@ -14,21 +14,24 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from typing import Dict, List
 
 import numpy as np
 
 from . import _explorer_format as fmt
 from ._explorer_format import HEIGHT, PANELS, SIGNIFICANT, WIDTH
-from ._plain_tex import plain_label
+from ._plain_tex import GREEK, plain_label
 
 # The curve explorer's panel titles as the page has always written them.
 PLAIN_TITLES = {r"$y = f(x)$": "y = f(x)", r"$\partial y / \partial x$": "∂y/∂x"}
 
 
-def _italic(text: str) -> str:
-    """A lone Latin letter is a variable, set in italics as TeX does (an upright "l" reads as "1")."""
-    return ' font-style="italic"' if len(text) == 1 and text.isascii() and text.isalpha() else ""
+def _italic(tex: str) -> str:
+    """A label that is one variable, ``$l$`` or ``$\\theta$``, is italic, as TeX sets it (an upright
+    "l" reads as "1"); words, operators and upright commands (``$\\mathrm{d}$``) are not."""
+    match = re.fullmatch(r"\$\s*(?:[A-Za-z]|\\([a-z]+))\s*\$", tex)
+    return ' font-style="italic"' if match and (match[1] is None or match[1] in GREEK) else ""
 
 
 def _round(values: np.ndarray) -> List:
@@ -94,7 +97,7 @@ def render(explorer, element_id: str) -> str:
     for p, panel in enumerate(PANELS):
         left, top, w, h = panel["left"], panel["top"], panel["width"], panel["height"]
         svg.append(f'<text class="gbx-title" x="{left + w / 2}" y="{top - 12}" text-anchor="middle"'
-                   f'{_italic(titles[p])}>{titles[p]}</text>')
+                   f'{_italic(explorer.titles[p])}>{titles[p]}</text>')
         svg.append(f'<rect class="gbx-frame" x="{left}" y="{top}" width="{w}" height="{h}"/>')
         for axis, (lo, hi) in (("x", xlim), ("y", ylims[p])):
             for t in _ticks(lo, hi):
@@ -107,7 +110,7 @@ def render(explorer, element_id: str) -> str:
                     svg.append(f'<line class="gbx-grid{" gbx-zero" if t == 0 else ""}" x1="{left}" y1="{py:.1f}" x2="{left + w}" y2="{py:.1f}"/>')
                     svg.append(f'<text class="gbx-tick" x="{left - 6}" y="{py + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
         svg.append(f'<text class="gbx-axis" x="{left + w / 2}" y="{top + h + 34}" text-anchor="middle"'
-                   f'{_italic(xlabel)}>{html.escape(xlabel)}</text>')
+                   f'{_italic(explorer.xlabel)}>{html.escape(xlabel)}</text>')
         points = fmt.points(xs, all_frames[key][p], panel, xlim, ylims[p])
         svg.append(f'<polyline class="gbx-curve {fmt.CURVES[p]}" points="{points}"/>')
     svg.append("</svg>")

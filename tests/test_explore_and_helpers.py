@@ -1,5 +1,7 @@
 """explore, markdown_table and captured_tf_warnings."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -61,8 +63,20 @@ def test_a_lone_letter_on_an_axis_or_title_is_italic_like_a_variable():
     assert 'class="gbx-axis"' in markup and 'font-style="italic">l</text>' in markup
     assert 'font-style="italic">c</text>' in markup and 'text-anchor="middle">log₁₀ L</text>' in markup
     upright = gradlib.explore_panels(lambda a: (np.arange(3.0), np.arange(3.0)), np.arange(3), {"a": [1, 2]},
-                                     titles=("A", "B"), xlabel=r"$\mathrm{epoch}$").static_html()
-    assert 'text-anchor="middle">epoch</text>' in upright
+                                     titles=("A", r"$\mathrm{d}$"), xlabel=r"$\mathrm{epoch}$").static_html()
+    assert 'text-anchor="middle">epoch</text>' in upright and 'text-anchor="middle">A</text>' in upright
+    assert 'text-anchor="middle">d</text>' in upright
+    greek = gradlib.explore_panels(lambda a: (np.arange(3.0), np.arange(3.0)), np.arange(3), {"a": [1, 2]},
+                                   titles=(r"$\theta$", r"$\Theta$"), xlabel="x").static_html()
+    assert 'font-style="italic">θ</text>' in greek and 'text-anchor="middle">Θ</text>' in greek
+
+
+def test_the_site_styles_no_explorer_title_italic():
+    """The attribute decides (a CSS font-style would override it for every title)."""
+    from tools.book import ROOT
+
+    css = (ROOT / "assets" / "static" / "gradbook.css").read_text(encoding="utf-8")
+    assert not re.search(r"\.gbx-(title|axis)[^{]*\{[^}]*font-style", css)
 
 
 def test_static_display_while_building_the_book(monkeypatch):
@@ -123,7 +137,7 @@ def test_non_finite_values_become_gaps_and_labels_become_plain_text():
     (r"\min\ L_y - \lambda L_d", "min L_y - λL_d"),
     (r"\mathbb 1", "1"), (r"\mathbb{R}", "ℝ"), (r"\boldsymbol{\theta}", "θ"), (r"\left( x \right.", "(x"),
     (r"\bar{x}", "x̄"), (r"\tilde x", "x̃"), (r"\hat{\theta}_t", "θ̂ₜ"), (r"\frac{a+1}{b}", "(a+1)/b"),
-    (r"\frac12", "1/2"), (r"\phi \varphi \epsilon \varepsilon", "\u03d5\u03c6\u03f5\u03b5"),  # as KaTeX draws them
+    (r"\frac12", "1/2"), (r"n \bmod 8", "n mod 8"), (r"\displaystyle \sum_i x_i", "∑ᵢ xᵢ"), (r"\phi \varphi \epsilon \varepsilon", "\u03d5\u03c6\u03f5\u03b5"),  # as KaTeX draws them
     (r"\sqrt{x+1}", "√(x+1)"), (r"x^{-1}", "x⁻¹"), (r"x^2", "x²"), (r"x^T", "x^T"), (r"x^\star", "x⋆"), (r"x^*", "x*"),
     (r"w^{(t)}", "w^(t)"), (r"w^{(2)}", "w⁽²⁾"),
     (r"x_{t+1}", "xₜ₊₁"), (r"x_{\max}", "xₘₐₓ"), (r"t_{\nabla f}", "t_(∇f)"), (r"1, \ldots, n", "1, …, n"),

@@ -181,22 +181,39 @@ def test_the_search_index_reads_the_page_without_its_language_switch():
 
 
 def test_text_in_the_other_language_is_marked():
+    from docutils import nodes
+
     switch = '<p class="gradbook-lang-switch"><a class="reference internal" href="../en/05_ste.html">'
     assert 'hreflang="en" lang="en" class=' in gradbook_site.mark_languages(switch, "chapters/zh/05_ste")
     switch = switch.replace("../en/", "../zh/")
     assert 'hreflang="zh-CN" lang="zh-CN"' in gradbook_site.mark_languages(switch, "chapters/en/05_ste")
-    body = ('<dt id="term-gradient">gradient<a href="#term-gradient">#</a></dt><dt id="term-2">梯度<a>#</a></dt>'
-            '<dd><p>The vector of partial derivatives; in TensorFlow, what <code>tf.gradients</code> returns.</p>'
-            '<p>标量对张量的偏导数组成的向量；在 TensorFlow 中即 <code>tf.gradients</code> 与 '
-            '<code>GradientTape.gradient</code> 的返回值。</p>'
-            '<p>Each entry can be linked: <code>{term}`梯度`</code> leads to it.</p></dd>'
-            '<div class="sd-card-title sd-font-weight-bold docutils">中文</div>')
-    marked = gradbook_site.mark_languages(body, "chapters/glossary")
-    assert marked.count('lang="zh-CN"') == 3
-    assert '<dt id="term-2" lang="zh-CN">梯度' in marked and '<p lang="zh-CN">标量' in marked
-    assert '<div class="sd-card-title sd-font-weight-bold docutils" lang="zh-CN">中文</div>' in marked
-    assert gradbook_site.mark_languages(body, "chapters/zh/01_gradients") == body  # a Chinese page: as it is
-    assert gradbook_site.mark_languages(marked, "chapters/glossary") == marked  # marked once
+
+    def page():
+        doc = nodes.document(None, None)
+        doc += nodes.section("", nodes.title("", "Glossary · 术语表"),
+                             nodes.paragraph("", "The post says “目标权重应接近 2.0” here."),
+                             nodes.paragraph("", "", nodes.literal("", "{term}`梯度`"), nodes.math("", r"\text{梯度}")))
+        return doc
+    english = page()
+    gradbook_site.mark_chinese(english, "chapters/glossary")
+    marked = [(n.astext(), n["classes"]) for n in english.findall(nodes.inline)]
+    assert marked == [("术语表", ["language-zh-CN"]), ("目标权重应接近", ["language-zh-CN"])], marked
+    assert english.astext() == page().astext()  # the text itself is unchanged; code and math are left alone
+    chinese = page()
+    gradbook_site.mark_chinese(chinese, "chapters/zh/05_ste")
+    title = next(iter(chinese.findall(nodes.title)))
+    assert title[0]["classes"] == ["language-zh-CN"] and title.astext() == "Glossary · 术语表"
+    assert len(list(chinese.findall(nodes.inline))) == 1  # only the title, for the pages that show it
+    gradbook_site.mark_chinese(chinese, "chapters/zh/05_ste")
+    assert len(list(chinese.findall(nodes.inline))) == 1  # marked once
+
+
+def test_the_heads_links_get_their_titles_as_text():
+    head = ('<link rel="index" title="Index" href="../../genindex.html" />\n'
+            '<link rel="next" title="2. the “forward fff, backward ggg” trick" href="02.html" />')
+    out = gradbook_pages.page_link_title(head, "next", "2. the “forward f, backward g” trick & more")
+    assert 'title="2. the “forward f, backward g” trick &amp; more" href="02.html"' in out
+    assert out.startswith('<link rel="index" title="Index"')
 
 
 def test_the_chinese_catalogs_have_the_theme_text():

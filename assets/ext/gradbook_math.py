@@ -83,7 +83,8 @@ class MathInTitles(SphinxTransform):
     default_priority = 840
 
     def apply(self, **kwargs) -> None:
-        title_math(self.document)
+        if self.app.builder.format == "html":  # (LaTeX would get the plain text inside its math mode)
+            title_math(self.document)
 
 
 def title_math(document: nodes.Node) -> None:
@@ -239,3 +240,6 @@ def setup(app):
     app.connect("config-inited", _use_katex)
     app.connect("builder-inited", _check_katex)
     app.connect("build-finished", _copy_katex)
+    # env_version: the stored doctrees hold TitleMath nodes; a change to what the transform stores
+    # must bump it, so that an incremental build reads every page afresh.
+    return {"env_version": 1, "parallel_read_safe": True, "parallel_write_safe": True}

@@ -139,6 +139,11 @@ def _page_context(app, pagename, templatename, context, doctree):
     if "rellinks" in context:  # the head's <link rel="prev/next">: docnames, not links
         context["rellinks"] = [r for r in context["rellinks"] if r[2] not in ("P", "N") or pagename == "index"
                                or _folder_language(r[0]) == _folder_language(pagename)]
+        # The head's <link rel="prev/next"> take their titles, rendered HTML, stripped of its tags: KaTeX's
+        # glyphs would run together ("forward fff"); finish_page writes the title as text instead.
+        titles = app.env.titles
+        context["gradbook_rel_titles"] = {{"P": "prev", "N": "next"}[r[2]]: plain_text(titles[r[0]])
+                                          for r in context["rellinks"] if r[2] in ("P", "N") and r[0] in titles}
 
 
 def _folder_language(pagename: str) -> Optional[str]:
@@ -264,7 +269,15 @@ def finish_page(page: str, context: dict, sizes: Optional[ImageSizes]) -> str:
         page = SEARCH_ACTION.sub(lambda m: m[1] + context["gradbook_search_page"] + m[2], page)
     if sizes is not None:
         page = size_images(page, pagename, sizes.size)
+    for rel, title in context.get("gradbook_rel_titles", {}).items():
+        page = page_link_title(page, rel, title)
     return page
+
+
+def page_link_title(page: str, rel: str, title: str) -> str:
+    """``page`` with the title of its ``<link rel="{rel}">`` replaced by ``title`` (text)."""
+    link = re.compile(rf'(<link rel="{rel}" title=")[^"]*(")')
+    return link.sub(lambda m: m[1] + html.escape(title) + m[2], page, count=1)
 
 
 SIDEBAR_PART = re.compile(r'\s*<p aria-level="2" class="caption" role="heading">(?:(?!</p>).)*</p>\s*'

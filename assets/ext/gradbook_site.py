@@ -9,8 +9,8 @@
   ``-W`` fails the build); the search index leaves the link's text out.
 * Chinese pages are served with ``lang="zh-CN"``, and the themes write their
   own text on them in Chinese (:mod:`gradbook_i18n`).  Text in the other
-  language is marked too: the link to a page's twin, and the Chinese blocks
-  of the bilingual home page and glossary.
+  language is marked too: the link to a page's twin, and Chinese on the
+  English pages (the home page, the glossary, quoted phrases in chapters).
 * Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
   for ``ch03-ex1``; "练习 3.1" on Chinese pages), not by sphinx-exercise's
   book-wide counter.
@@ -127,6 +127,52 @@ def _index_without_language_switch(app):
             pagename, without_language_switch(doctree), title)
 
 
+# A run of Chinese: Han characters and CJK punctuation, with the spaces and digits between them.
+CHINESE_RUN = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+(?:[\s\d]+[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+)*")
+ZH_CLASS = "language-zh-CN"  # docutils' HTML writer makes a class language-X the attribute lang="X"
+NOT_PROSE = (nodes.literal, nodes.literal_block, nodes.math, nodes.math_block, nodes.raw, nodes.comment)
+
+
+def mark_chinese(doctree: nodes.Node, docname: str) -> None:
+    """Marks Chinese text on pages written in English (WCAG 3.1.2, language of parts), so that a
+    screen reader reads it with a Chinese voice: each run of Chinese characters in prose becomes a
+    span with ``lang="zh-CN"``.  On a Chinese page only its title is marked, for the English pages
+    whose sidebar or links show it (the book's home page, the glossary)."""
+    if gradbook_i18n.page_language(docname) != "en":
+        for title in doctree.findall(nodes.title):
+            if CHINESE_RUN.search(title.astext()) and not any(ZH_CLASS in c.get("classes", []) for c in title.children
+                                                                if isinstance(c, nodes.Element)):
+                title.children[:] = [nodes.inline("", "", *title.children, classes=[ZH_CLASS])]
+                for child in title.children:
+                    child.parent = title
+        return
+    for text in list(doctree.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or not CHINESE_RUN.search(str(text)):
+            continue
+        ancestors, node = [], parent
+        while node is not None:
+            ancestors.append(node)
+            node = node.parent
+        if any(isinstance(a, NOT_PROSE) or ZH_CLASS in a.get("classes", []) for a in ancestors
+               if isinstance(a, nodes.Element)):
+            continue
+        value, pieces, start = str(text), [], 0
+        for match in CHINESE_RUN.finditer(value):
+            if match.start() > start:
+                pieces.append(nodes.Text(value[start:match.start()]))
+            pieces.append(nodes.inline(match[0], match[0], classes=[ZH_CLASS]))
+            start = match.end()
+        if start < len(value):
+            pieces.append(nodes.Text(value[start:]))
+        parent.replace(text, pieces)
+
+
+def _mark_chinese(app, doctree, docname=None):
+    # Read (titles, before Sphinx collects them), and again once resolved (the texts of {doc} links).
+    mark_chinese(doctree, docname or app.env.docname)
+
+
 EXERCISE_WORD = {"en": "Exercise", "zh": "练习"}
 SOLUTION_WORD = {"en": "Solution to", "zh": "解答："}
 EXERCISE_TITLE = re.compile(
@@ -162,32 +208,16 @@ def unique_scripts(scripts):
     return kept
 
 
-LATIN = re.compile(r"[A-Za-z]")
-# The blocks of a shared (bilingual) page that may be in Chinese: paragraphs, glossary terms, card titles.
-BLOCK = re.compile(r'<(p|dt)((?:\s[^>]*)?)>(.*?)</\1>|<(div)( class="sd-card-title[^"]*")>(.*?)</div>', re.S)
-
-
 def mark_languages(body: str, pagename: str) -> str:
-    """Says which language text is in where it differs from the page's (WCAG 3.1.2), so that a screen
-    reader reads it with the right voice: a chapter's link to its twin gets ``lang`` and ``hreflang``;
-    on a shared page in English (the home page, the glossary), a block written mostly in Chinese gets
-    ``lang="zh-CN"``."""
+    """A chapter's link to its twin gets ``lang`` and ``hreflang`` (WCAG 3.1.2: a screen reader reads
+    "English version" on a Chinese page with an English voice).  Chinese text on English pages is
+    marked in the doctree (:func:`mark_chinese`)."""
     found = chapter_language(pagename)
-    if found:
-        other = gradbook_i18n.HTML_LANG["zh" if found[0] == "en" else "en"]
-        return body.replace('<p class="gradbook-lang-switch"><a ',
-                            f'<p class="gradbook-lang-switch"><a hreflang="{other}" lang="{other}" ', 1)
-    if gradbook_i18n.page_language(pagename) != "en":
+    if not found:
         return body
-
-    def mark(match):
-        tag, attributes, inner = (match[1], match[2], match[3]) if match[1] else (match[4], match[5], match[6])
-        text = re.sub(r"<[^>]+>", "", re.sub(r"<math\b.*?</math>", "", inner, flags=re.S))  # (KaTeX's MathML: TeX)
-        chinese, latin = len("".join(CJK.findall(text))), len(LATIN.findall(text))
-        if chinese == 0 or chinese < (chinese + latin) / 5 or "lang=" in attributes:
-            return match[0]
-        return f'<{tag}{attributes} lang="zh-CN">{inner}</{tag}>'
-    return BLOCK.sub(mark, body)
+    other = gradbook_i18n.HTML_LANG["zh" if found[0] == "en" else "en"]
+    return body.replace('<p class="gradbook-lang-switch"><a ',
+                        f'<p class="gradbook-lang-switch"><a hreflang="{other}" lang="{other}" ', 1)
 
 
 def _page_language(app, pagename, templatename, context, doctree):
@@ -219,6 +249,8 @@ def setup(app):
         module.setup(app)
     app.connect("config-inited", _jieba_dictionary)
     app.connect("doctree-read", _language_switch)
+    app.connect("doctree-read", _mark_chinese, priority=400)  # before Sphinx collects the titles (500)
+    app.connect("doctree-resolved", _mark_chinese)
     app.connect("builder-inited", _index_without_language_switch)
     app.connect("html-page-context", _page_language)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
