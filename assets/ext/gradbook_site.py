@@ -142,9 +142,9 @@ def mark_chinese(doctree: nodes.Node, docname: str) -> None:
         for title in doctree.findall(nodes.title):
             if CHINESE_RUN.search(title.astext()) and not any(ZH_CLASS in c.get("classes", []) for c in title.children
                                                                 if isinstance(c, nodes.Element)):
-                title.children[:] = [nodes.inline("", "", *title.children, classes=[ZH_CLASS])]
-                for child in title.children:
-                    child.parent = title
+                inline = nodes.inline("", "", *title.children, classes=[ZH_CLASS])
+                title.clear()
+                title += inline
         return
     for text in list(doctree.findall(nodes.Text)):
         parent = text.parent
