@@ -76,16 +76,20 @@ def test_one_simulation_at_a_time_per_environment(tmp_path):
     assert free.returncode == 0, free.stderr
 
 
+# One twin of each page (book.one_twin_each: the reliability gate runs the other).
+SIMULATED = [md.with_suffix(".ipynb") for md in book.one_twin_each(1, ROOT)]
+
+
 @pytest.fixture(scope="module")
 def colab_results(tmp_path_factory):
-    run, results = _simulate(tmp_path_factory.mktemp("colab"))
+    run, results = _simulate(tmp_path_factory.mktemp("colab"), *SIMULATED)
     assert results, run.stdout[-2000:] + run.stderr[-2000:]
     return {r["notebook"]: r for r in results}
 
 
 @pytest.mark.colab
 @pytest.mark.xdist_group("colab")  # one simulation (colab_results) for every notebook: one worker
-@pytest.mark.parametrize("notebook", [p.relative_to(ROOT).as_posix() for p in colab_sim.notebooks(ROOT)])
+@pytest.mark.parametrize("notebook", [p.relative_to(ROOT).as_posix() for p in SIMULATED])
 def test_notebook_runs_as_on_colab(colab_results, notebook, record_property):
     result = colab_results[notebook]
     record_property("seconds", result.get("seconds"))

@@ -31,9 +31,22 @@ def problems_of(md: Path):
 
 
 @pytest.mark.site
-@pytest.mark.parametrize("md", [p.relative_to(ROOT).as_posix() for p in book.pages(root=ROOT)])
+@pytest.mark.parametrize("md", [p.relative_to(ROOT).as_posix() for p in book.one_twin_each(0, ROOT)])
 def test_chapter_is_rerunnable_and_deterministic(md):
+    """One twin of each page (``book.one_twin_each``: the Colab simulation runs the other)."""
     assert reliability.check_chapter(ROOT / md) == []
+
+
+def test_the_gates_share_out_every_page_file_once():
+    """The reliability gate and the Colab simulation between them run every
+    page file exactly once, one twin each, and each runs both languages."""
+    gates = [book.one_twin_each(turn, ROOT) for turn in (0, 1)]
+    assert sorted(gates[0] + gates[1]) == sorted(book.pages(root=ROOT))
+    for gate in gates:
+        assert sorted(md.name for md in gate) == sorted(md.name for md in book.pages(book.languages()[0], ROOT))
+        assert {book.language_of(md) for md in gate} == set(book.languages(ROOT))
+    with pytest.raises(TypeError, match="turn must be an int"):
+        book.one_twin_each("0", ROOT)
 
 
 def test_a_deterministic_chapter_passes(chapter):

@@ -2,8 +2,9 @@
 
 * **Pages** come from ``_toc.yml``, the one list: :func:`docnames` (every
   entry, in order), :func:`languages` (``chapters/<lang>/`` folders the toc
-  names), :func:`pages` (every page of a language) and :func:`chapters` (its
-  numbered chapters ``NN_*``).
+  names), :func:`pages` (every page of a language), :func:`chapters` (its
+  numbered chapters ``NN_*``) and :func:`one_twin_each` (the pages the costly
+  gates share out).
 * **Cells** are read with real parsers: jupytext (``md:myst``) gives the code
   cells with their options (:func:`read_notebook`); markdown-it-py with the
   MyST plugins of mdit-py-plugins, set up as myst-parser sets them up, gives
@@ -102,6 +103,25 @@ def pages(lang: Optional[str] = None, root: Path = ROOT) -> List[Path]:
     root = Path(root)
     langs = languages(root) if lang is None else (lang,)
     return [root / "chapters" / one / f"{name}.md" for one in langs for name in _lang(one, root)]
+
+
+def one_twin_each(turn: int, root: Path = ROOT) -> List[Path]:
+    """One twin of every page, the languages taking turns down the toc: page
+    ``k`` of the first language's toc order, in ``languages()[(k + turn) % n]``.
+
+    The two costly gates run every page's code once, not once per language.
+    The twins' code cells are the same code (``tools/twins.py`` fails a pair
+    whose code differs in anything but comments and string literals), and
+    the book build executes every page of both languages.  The reliability
+    gate takes turn 0 and the Colab simulation turn 1: with two languages
+    every page file goes through exactly one of them, and each gate runs
+    pages of both languages.
+    """
+    if not isinstance(turn, int) or isinstance(turn, bool):
+        raise TypeError(f"turn must be an int, not {type(turn).__name__}")
+    langs = languages(root)
+    return [Path(root) / "chapters" / langs[(k + turn) % len(langs)] / f"{name}.md"
+            for k, name in enumerate(_lang(langs[0], root))]
 
 
 def chapters(lang: Optional[str] = None, root: Path = ROOT) -> List[Path]:

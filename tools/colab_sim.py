@@ -19,6 +19,9 @@ every page's ``.ipynb`` twin (``tools.book.pages``) it
    install, upgrade or downgrade anything else (Colab's TensorFlow, NumPy,
    ipywidgets... are used as they are).
 
+(``make test`` simulates one twin of each page, ``tools.book.one_twin_each``:
+the reliability gate runs the other, and the build executes both.)
+
 Prints one line per notebook and, with ``--json FILE``, writes the results;
 exits 1 if any notebook failed.  Only the standard library, PyYAML (for
 ``_toc.yml``), nbformat and nbclient are imported here, so the script runs in

@@ -5,6 +5,9 @@ fresh kernel set up exactly as the book build sets it up (cwd = the chapter's
 folder, ``kernel_env("build")`` of ``gradlib/book/kernel.py``, whose
 ``run_notebook`` runs it):
 
+(``make test`` runs one twin of each page, ``tools.book.one_twin_each``:
+the Colab simulation runs the other, and the build executes both.)
+
 1. **restart and run all**: every cell runs in order in the fresh kernel
    (cells tagged ``raises-exception`` may raise, no other);
 2. **determinism**: the outputs of that run equal the outputs the book build
