@@ -208,6 +208,24 @@ def test_text_in_the_other_language_is_marked():
     assert len(list(chinese.findall(nodes.inline))) == 1  # marked once
 
 
+def test_chinese_the_theme_writes_on_english_pages_is_marked():
+    page = ('<html lang="en"><head><title>Index · 索引</title><script>var s = "中文";</script></head><body>\n'
+            '<p class="title logo__title">gradbook · 定制梯度</p><br/><img alt="图">\n'
+            '<p class="caption"><span class="caption-text">Reference · 参考 &amp; 术语表</span></p>\n'
+            '<a lang="zh-CN" href="x">已标记</a><code>"梯度"</code>\n'
+            '<article><p>Marked in the doctree: <span lang="zh-CN">梯度</span>, code 梯度</p></article>'
+            '<footer>上游 梯度</footer></body></html>')
+    marked = gradbook_site.mark_chinese_html(page, skip_article=True)
+    zh = '<span lang="zh-CN">{}</span>'.format
+    assert marked == (page.replace("gradbook · 定制梯度", "gradbook · " + zh("定制梯度"))
+                      .replace("参考 &amp; 术语表", zh("参考") + " &amp; " + zh("术语表"))
+                      .replace("上游 梯度", zh("上游 梯度")))
+    everywhere = gradbook_site.mark_chinese_html(page)  # a page without a doctree (the index): its article too
+    assert "code " + zh("梯度") + "</p></article>" in everywhere
+    assert gradbook_site.mark_chinese_html(marked, skip_article=True) == marked  # marked once
+    assert gradbook_site.mark_chinese_html("<p>plain English</p>") == "<p>plain English</p>"
+
+
 def test_the_heads_links_get_their_titles_as_text():
     head = ('<link rel="index" title="Index" href="../../genindex.html" />\n'
             '<link rel="next" title="2. the “forward fff, backward ggg” trick" href="02.html" />')

@@ -138,10 +138,12 @@ def test_explorer_labels_are_language_neutral(pages, page):
     assert words == [], f"{page}: explorer controls labelled with words: {words} (give explore() labels=)"
 
 
-@pytest.mark.parametrize("page", ["index.html", "chapters/glossary.html", *(p for p in PAGES if p.startswith("chapters/"))])
+@pytest.mark.parametrize("page", ["index.html", "genindex.html", "search.html", "chapters/glossary.html",
+                                  *(p for p in PAGES if p.startswith("chapters/"))])
 def test_text_in_the_other_language_is_marked(pages, page):
     """WCAG 3.1.2: a screen reader reads Chinese on an English page with a Chinese voice only if told,
-    and the link to a page's twin is in the twin's language."""
+    and the link to a page's twin is in the twin's language.  The whole page: the article, and what
+    the theme writes around it (the book's title, the sidebar's captions, the index's entries)."""
     soup = BeautifulSoup(pages.get(page) or (HTML / page).read_text(encoding="utf-8"), "html.parser")
     article = soup.select_one("article")
     if page.startswith("chapters/") and page.count("/") == 2 and "/glossary" not in page:
@@ -150,9 +152,9 @@ def test_text_in_the_other_language_is_marked(pages, page):
         assert (link.get("lang"), link.get("hreflang")) == (other, other)
     if soup.html.get("lang") != "en":
         return
-    for skipped in article.select("math, code, pre, script, style, .gradbook-explorer"):
+    for skipped in soup.body.select("math, code, pre, script, style, .gradbook-explorer"):
         skipped.decompose()
-    unmarked = [text.strip()[:30] for text in article.find_all(string=re.compile(r"[\u4e00-\u9fff]"))
+    unmarked = [text.strip()[:30] for text in soup.body.find_all(string=re.compile(r"[\u4e00-\u9fff]"))
                 if not text.find_parent(attrs={"lang": "zh-CN"})]
     assert unmarked == []
 

@@ -10,7 +10,8 @@
 * Chinese pages are served with ``lang="zh-CN"``, and the themes write their
   own text on them in Chinese (:mod:`gradbook_i18n`).  Text in the other
   language is marked too: the link to a page's twin, and Chinese on the
-  English pages (the home page, the glossary, quoted phrases in chapters).
+  English pages (the home page, the glossary, quoted phrases in chapters,
+  and the theme's own parts: the book's title, sidebar captions, the index).
 * Exercises are numbered per chapter from their stable ids ("Exercise 3.1"
   for ``ch03-ex1``; "练习 3.1" on Chinese pages), not by sphinx-exercise's
   book-wide counter.
@@ -26,6 +27,7 @@
 from __future__ import annotations
 
 import hashlib
+import html.parser
 import importlib.util
 import re
 from pathlib import Path
@@ -168,6 +170,71 @@ def mark_chinese(doctree: nodes.Node, docname: str) -> None:
         parent.replace(text, pieces)
 
 
+class _UnmarkedChinese(html.parser.HTMLParser):
+    """Finds the runs of Chinese in a rendered page that no ``lang="zh-CN"`` element holds, outside
+    scripts, styles, code and math (and, with ``skip_article``, outside ``<article>``)."""
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+    SKIP = {"script", "style", "title", "textarea", "code", "pre", "math", "svg", "template"}
+
+    def __init__(self, page: str, skip_article: bool):
+        super().__init__(convert_charrefs=False)  # data arrives as raw slices of the page
+        self.page, self.skip_article, self.runs = page, skip_article, []
+        self.stack = []  # (tag, leave alone) of each open element
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", page)]
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        leave = (bool(self.stack) and self.stack[-1][1]) or tag in self.SKIP \
+            or dict(attrs).get("lang") == gradbook_i18n.HTML_LANG["zh"] or (tag == "article" and self.skip_article)
+        self.stack.append((tag, leave))
+
+    def handle_endtag(self, tag):
+        for depth in range(len(self.stack) - 1, -1, -1):
+            if self.stack[depth][0] == tag:
+                del self.stack[depth:]
+                return
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1][1]:
+            return
+        line, column = self.getpos()
+        start = self.line_starts[line - 1] + column
+        if self.page[start:start + len(data)] != data:
+            return  # never guess an offset
+        self.runs += [(start + m.start(), start + m.end()) for m in CHINESE_RUN.finditer(data)]
+
+
+def mark_chinese_html(page: str, skip_article: bool = False) -> str:
+    """A rendered English page with every unmarked run of Chinese in a ``<span lang="zh-CN">``: the
+    theme's own parts (the book's title, the sidebar's captions, the index), which no doctree holds.
+    ``skip_article``: the article's text was marked in the doctree (:func:`mark_chinese`)."""
+    finder = _UnmarkedChinese(page, skip_article)
+    finder.feed(page)
+    finder.close()
+    pieces, done = [], 0
+    for start, end in finder.runs:
+        pieces += [page[done:start], f'<span lang="{gradbook_i18n.HTML_LANG["zh"]}">', page[start:end], "</span>"]
+        done = end
+    return "".join(pieces) + page[done:]
+
+
+MARK_PAGE = "gradbook_mark_chinese"  # a page context key: the template whose output is marked
+
+
+def _mark_rendered_pages(app):
+    templates = getattr(app.builder, "templates", None)
+    if templates is None or not hasattr(templates, "render"):
+        return
+    render = templates.render
+
+    def marked(template, context):
+        output = render(template, context)
+        mark = context.get(MARK_PAGE)
+        return mark_chinese_html(output, skip_article=mark[1]) if mark and mark[0] == template else output
+    templates.render = marked
+
+
 def _mark_chinese(app, doctree, docname=None):
     # Read (titles, before Sphinx collects them), and again once resolved (the texts of {doc} links).
     mark_chinese(doctree, docname or app.env.docname)
@@ -232,6 +299,8 @@ def _page_language(app, pagename, templatename, context, doctree):
         context["body"] = localize_exercises(context["body"], found[0])
     if "body" in context:
         context["body"] = mark_languages(context["body"], pagename)
+    if gradbook_i18n.page_language(pagename) == "en":
+        context[MARK_PAGE] = (templatename, doctree is not None)
 
 
 def setup(app):
@@ -252,5 +321,6 @@ def setup(app):
     app.connect("doctree-read", _mark_chinese, priority=400)  # before Sphinx collects the titles (500)
     app.connect("doctree-resolved", _mark_chinese)
     app.connect("builder-inited", _index_without_language_switch)
+    app.connect("builder-inited", _mark_rendered_pages)
     app.connect("html-page-context", _page_language)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
