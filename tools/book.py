@@ -110,9 +110,11 @@ def one_twin_each(turn: int, root: Path = ROOT) -> List[Path]:
     ``k`` of the first language's toc order, in ``languages()[(k + turn) % n]``.
 
     The two costly gates run every page's code once, not once per language.
-    The twins' code cells are the same code (``tools/twins.py`` fails a pair
-    whose code differs in anything but comments and string literals), and
-    the book build executes every page of both languages.  The reliability
+    ``tools/twins.py`` fails a pair whose code differs in anything but
+    comments and string literals, and the book build executes every page of
+    both languages.  Not compared, so a fault there in one twin can pass the
+    gate that does not run it: string literals (f-strings' code included,
+    and ``lang=`` arguments) and the pages' front matter.  The reliability
     gate takes turn 0 and the Colab simulation turn 1: with two languages
     every page file goes through exactly one of them, and each gate runs
     pages of both languages.

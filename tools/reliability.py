@@ -3,10 +3,8 @@
 For every page of the book (``tools.book.pages``: the ``_toc.yml``), in a
 fresh kernel set up exactly as the book build sets it up (cwd = the chapter's
 folder, ``kernel_env("build")`` of ``gradlib/book/kernel.py``, whose
-``run_notebook`` runs it):
-
-(``make test`` runs one twin of each page, ``tools.book.one_twin_each``:
-the Colab simulation runs the other, and the build executes both.)
+``run_notebook`` runs it; ``make test`` runs one twin of each page,
+``tools.book.one_twin_each``, and the Colab simulation the other):
 
 1. **restart and run all**: every cell runs in order in the fresh kernel
    (cells tagged ``raises-exception`` may raise, no other);
